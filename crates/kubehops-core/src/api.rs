@@ -1,0 +1,205 @@
+//! Kubernetes API objects, reduced to the fields Service networking reads.
+//!
+//! Field names follow the Kubernetes API (`spec.externalTrafficPolicy`,
+//! `status.loadBalancer.ingress`), so serialised objects look like the real
+//! ones. Values are typed: addresses are `Ipv4Addr`, protocols are enums.
+
+use crate::net::{Protocol, SockAddr};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+pub type Labels = BTreeMap<String, String>;
+
+/// Identifies an object inside a kind: `namespace/name`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ObjectRef {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjectRef {
+    pub fn new(namespace: &str, name: &str) -> ObjectRef {
+        ObjectRef { namespace: namespace.into(), name: name.into() }
+    }
+}
+
+impl std::fmt::Display for ObjectRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Node {
+    pub name: String,
+    /// `status.addresses[type=InternalIP]`.
+    pub internal_ip: Ipv4Addr,
+    /// `spec.podCIDR`: the range this node's Pods get addresses from.
+    pub pod_cidr: crate::net::Cidr,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pod {
+    pub name: String,
+    pub namespace: String,
+    pub labels: Labels,
+    /// `spec.nodeName`.
+    pub node_name: String,
+    /// `status.podIP`.
+    pub ip: Ipv4Addr,
+    /// The container port the app listens on.
+    pub container_port: u16,
+    /// The `Ready` condition: only ready Pods serve traffic.
+    pub ready: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum ServiceType {
+    #[default]
+    ClusterIP,
+    NodePort,
+    LoadBalancer,
+    ExternalName,
+}
+
+impl ServiceType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServiceType::ClusterIP => "ClusterIP",
+            ServiceType::NodePort => "NodePort",
+            ServiceType::LoadBalancer => "LoadBalancer",
+            ServiceType::ExternalName => "ExternalName",
+        }
+    }
+
+    /// NodePort and LoadBalancer Services get a node port per service port.
+    pub fn has_node_ports(self) -> bool {
+        matches!(self, ServiceType::NodePort | ServiceType::LoadBalancer)
+    }
+}
+
+/// `spec.externalTrafficPolicy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum TrafficPolicy {
+    #[default]
+    Cluster,
+    Local,
+}
+
+/// `status.loadBalancer.ingress[].ipMode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum IpMode {
+    /// The balancer delivers packets still addressed to its own IP.
+    #[default]
+    VIP,
+    /// The balancer terminates or rewrites the connection itself.
+    Proxy,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServicePort {
+    /// Optional for a single-port Service.
+    pub name: Option<String>,
+    pub protocol: Protocol,
+    pub port: u16,
+    pub target_port: u16,
+    pub node_port: Option<u16>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceSpec {
+    #[serde(rename = "type")]
+    pub type_: ServiceType,
+    pub selector: Labels,
+    pub ports: Vec<ServicePort>,
+    /// `None` asks the API server to allocate one.
+    #[serde(rename = "clusterIP")]
+    pub cluster_ip: Option<Ipv4Addr>,
+    pub external_traffic_policy: TrafficPolicy,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LoadBalancerIngress {
+    pub ip: Ipv4Addr,
+    pub ip_mode: IpMode,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceStatus {
+    /// `status.loadBalancer.ingress`; empty until a controller publishes an address.
+    pub load_balancer_ingress: Vec<LoadBalancerIngress>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Service {
+    pub name: String,
+    pub namespace: String,
+    pub spec: ServiceSpec,
+    pub status: ServiceStatus,
+}
+
+impl Service {
+    pub fn object_ref(&self) -> ObjectRef {
+        ObjectRef::new(&self.namespace, &self.name)
+    }
+
+    /// kube-proxy's name for one port of a Service: `namespace/name:port`,
+    /// or just `namespace/name` for an unnamed port.
+    pub fn port_name(&self, port: &ServicePort) -> String {
+        match port.name.as_deref() {
+            Some(n) if !n.is_empty() => format!("{}/{}:{}", self.namespace, self.name, n),
+            _ => format!("{}/{}", self.namespace, self.name),
+        }
+    }
+}
+
+/// One address in an EndpointSlice.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Endpoint {
+    pub ip: Ipv4Addr,
+    pub node_name: String,
+    pub ready: bool,
+    pub target_ref: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EndpointPort {
+    pub name: Option<String>,
+    pub protocol: Protocol,
+    pub port: u16,
+}
+
+/// `discovery.k8s.io/v1` EndpointSlice: the Pods behind one Service.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EndpointSlice {
+    pub name: String,
+    pub namespace: String,
+    /// The `kubernetes.io/service-name` label.
+    pub service_name: String,
+    pub endpoints: Vec<Endpoint>,
+    pub ports: Vec<EndpointPort>,
+}
+
+impl EndpointSlice {
+    /// Ready endpoint addresses for a named port, in slice order.
+    pub fn ready_addrs(&self, port_name: Option<&str>) -> Vec<(SockAddr, &Endpoint)> {
+        let Some(port) = self.ports.iter().find(|p| p.name.as_deref() == port_name) else {
+            return Vec::new();
+        };
+        self.endpoints
+            .iter()
+            .filter(|e| e.ready)
+            .map(|e| (SockAddr::new(e.ip, port.port), e))
+            .collect()
+    }
+}

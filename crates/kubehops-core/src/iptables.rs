@@ -1,0 +1,286 @@
+//! iptables rules as data: tables, chains, rules, matches and targets.
+//!
+//! A [`Rule`] keeps its matches in the order kube-proxy writes them, so
+//! [`Rule::render`] produces the same `-A` line `iptables-save` prints.
+//! Text exists only at that edge; the netfilter walk reads the typed form.
+
+use crate::net::{Cidr, Protocol, SockAddr};
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TableName {
+    Filter,
+    Nat,
+}
+
+impl TableName {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TableName::Filter => "filter",
+            TableName::Nat => "nat",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Match {
+    /// `-m comment --comment TEXT`: no effect on the packet.
+    Comment(String),
+    /// `-m tcp -p tcp`.
+    Protocol(Protocol),
+    /// `-s CIDR`, or `! -s CIDR` when negated.
+    Source { cidr: Cidr, negate: bool },
+    /// `-d CIDR`, or `! -d CIDR` when negated.
+    Destination { cidr: Cidr, negate: bool },
+    /// `--dport N` (follows a protocol match).
+    DestinationPort(u16),
+    /// `-m addrtype --dst-type LOCAL`: the destination is an address of this node.
+    DstTypeLocal { negate: bool },
+    /// `-m mark --mark VALUE/MASK`.
+    Mark { value: u32, mask: u32, negate: bool },
+    /// `-m statistic --mode random --probability P`.
+    Probability(f64),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Target {
+    Jump(String),
+    Return,
+    Accept,
+    Drop,
+    Reject,
+    /// `-j DNAT --to-destination IP:PORT`.
+    Dnat(SockAddr),
+    /// `-j MASQUERADE --random-fully`.
+    Masquerade,
+    /// `-j MARK --or-mark V`.
+    OrMark(u32),
+    /// `-j MARK --xor-mark V`.
+    XorMark(u32),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Rule {
+    pub matches: Vec<Match>,
+    pub target: Target,
+}
+
+impl Rule {
+    pub fn new(matches: Vec<Match>, target: Target) -> Rule {
+        Rule { matches, target }
+    }
+
+    /// The rule as `iptables-save` prints it, after `-A CHAIN`.
+    pub fn render(&self, chain: &str) -> String {
+        let mut s = format!("-A {chain}");
+        for m in &self.matches {
+            match m {
+                Match::Comment(c) => {
+                    let _ = write!(s, " -m comment --comment {}", quote(c));
+                }
+                Match::Protocol(p) => {
+                    let _ = write!(s, " -m {0} -p {0}", p.lower());
+                }
+                Match::Source { cidr, negate } => {
+                    let _ = write!(s, "{} -s {}", neg(*negate), addr(cidr));
+                }
+                Match::Destination { cidr, negate } => {
+                    let _ = write!(s, "{} -d {}", neg(*negate), addr(cidr));
+                }
+                Match::DestinationPort(p) => {
+                    let _ = write!(s, " --dport {p}");
+                }
+                Match::DstTypeLocal { negate } => {
+                    let _ = write!(s, " -m addrtype{} --dst-type LOCAL", neg(*negate));
+                }
+                Match::Mark { value, mask, negate } => {
+                    let _ = write!(s, " -m mark{} --mark {value:#x}/{mask:#x}", neg(*negate));
+                }
+                Match::Probability(p) => {
+                    let _ = write!(s, " -m statistic --mode random --probability {p:.10}");
+                }
+            }
+        }
+        match &self.target {
+            Target::Jump(c) => {
+                let _ = write!(s, " -j {c}");
+            }
+            Target::Return => s.push_str(" -j RETURN"),
+            Target::Accept => s.push_str(" -j ACCEPT"),
+            Target::Drop => s.push_str(" -j DROP"),
+            Target::Reject => s.push_str(" -j REJECT"),
+            Target::Dnat(to) => {
+                let _ = write!(s, " -j DNAT --to-destination {to}");
+            }
+            Target::Masquerade => s.push_str(" -j MASQUERADE --random-fully"),
+            Target::OrMark(v) => {
+                let _ = write!(s, " -j MARK --or-mark {v:#x}");
+            }
+            Target::XorMark(v) => {
+                let _ = write!(s, " -j MARK --xor-mark {v:#x}");
+            }
+        }
+        s
+    }
+
+    /// The comment, if the rule has one.
+    pub fn comment(&self) -> Option<&str> {
+        self.matches.iter().find_map(|m| match m {
+            Match::Comment(c) => Some(c.as_str()),
+            _ => None,
+        })
+    }
+}
+
+fn neg(n: bool) -> &'static str {
+    if n {
+        " !"
+    } else {
+        ""
+    }
+}
+
+/// iptables prints a /32 as the bare address.
+fn addr(c: &Cidr) -> String {
+    if c.prefix == 32 {
+        c.addr.to_string()
+    } else {
+        c.to_string()
+    }
+}
+
+/// iptables-save quotes a comment that has anything but plain characters.
+fn quote(c: &str) -> String {
+    if !c.is_empty() && c.chars().all(|ch| ch.is_ascii_alphanumeric() || "/:._-=".contains(ch)) {
+        c.to_string()
+    } else {
+        format!("\"{}\"", c.replace('"', "\\\""))
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Chain {
+    pub name: String,
+    pub rules: Vec<Rule>,
+}
+
+impl Chain {
+    pub fn is_builtin(&self) -> bool {
+        matches!(self.name.as_str(), "PREROUTING" | "INPUT" | "FORWARD" | "OUTPUT" | "POSTROUTING")
+    }
+}
+
+/// One table with its chains in creation order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Table {
+    pub name: TableName,
+    pub chains: Vec<Chain>,
+}
+
+/// Where a rule sits: the position of its line in `iptables-save` output
+/// is derived from this, so matched rules can be highlighted.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RuleRef {
+    pub table: TableName,
+    pub chain: String,
+    pub index: usize,
+}
+
+impl Table {
+    pub fn new(name: TableName) -> Table {
+        Table { name, chains: Vec::new() }
+    }
+
+    pub fn chain(&self, name: &str) -> Option<&Chain> {
+        self.chains.iter().find(|c| c.name == name)
+    }
+
+    /// Adds a chain if it is missing.
+    pub fn ensure_chain(&mut self, name: &str) {
+        if self.chain(name).is_none() {
+            self.chains.push(Chain { name: name.to_string(), rules: Vec::new() });
+        }
+    }
+
+    /// Appends a rule, creating the chain if needed (`iptables -A`).
+    pub fn append(&mut self, chain: &str, rule: Rule) {
+        self.ensure_chain(chain);
+        if let Some(c) = self.chains.iter_mut().find(|c| c.name == chain) {
+            c.rules.push(rule);
+        }
+    }
+
+    pub fn rule(&self, r: &RuleRef) -> Option<&Rule> {
+        self.chain(&r.chain)?.rules.get(r.index)
+    }
+
+    /// The table in `iptables-save` format: `*nat`, chain headers, rules, `COMMIT`.
+    pub fn save(&self) -> Vec<String> {
+        let mut out = vec![format!("*{}", self.name.as_str())];
+        for c in &self.chains {
+            let policy = if c.is_builtin() { "ACCEPT" } else { "-" };
+            out.push(format!(":{} {} [0:0]", c.name, policy));
+        }
+        for c in &self.chains {
+            for r in &c.rules {
+                out.push(r.render(&c.name));
+            }
+        }
+        out.push("COMMIT".into());
+        out
+    }
+
+    /// The `save()` line index of a rule.
+    pub fn line_of(&self, r: &RuleRef) -> Option<usize> {
+        let mut line = 1 + self.chains.len();
+        for c in &self.chains {
+            if c.name == r.chain {
+                return (r.index < c.rules.len()).then_some(line + r.index);
+            }
+            line += c.rules.len();
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::ip;
+
+    #[test]
+    fn renders_like_iptables_save() {
+        let r = Rule::new(
+            vec![
+                Match::Comment("ns1/svc1:p80 cluster IP".into()),
+                Match::Protocol(Protocol::Tcp),
+                Match::Destination { cidr: Cidr::new(ip(172, 30, 0, 41), 32), negate: false },
+                Match::DestinationPort(80),
+                Match::Source { cidr: "10.0.0.0/8".parse().unwrap(), negate: true },
+            ],
+            Target::Jump("KUBE-MARK-MASQ".into()),
+        );
+        assert_eq!(
+            r.render("KUBE-SVC-XPGD46QRK7WJZT7O"),
+            "-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment \"ns1/svc1:p80 cluster IP\" -m tcp -p tcp -d 172.30.0.41 --dport 80 ! -s 10.0.0.0/8 -j KUBE-MARK-MASQ"
+        );
+        let r = Rule::new(vec![Match::Comment("ns1/svc1:p80".into()), Match::Probability(1.0 / 3.0)], Target::Jump("KUBE-SEP-X".into()));
+        assert_eq!(r.render("C"), "-A C -m comment --comment ns1/svc1:p80 -m statistic --mode random --probability 0.3333333333 -j KUBE-SEP-X");
+        let r = Rule::new(vec![Match::Mark { value: 0x4000, mask: 0x4000, negate: true }], Target::Return);
+        assert_eq!(r.render("KUBE-POSTROUTING"), "-A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN");
+    }
+
+    #[test]
+    fn save_lists_headers_then_rules_and_locates_lines() {
+        let mut t = Table::new(TableName::Nat);
+        t.ensure_chain("PREROUTING");
+        t.append("KUBE-A", Rule::new(vec![], Target::Return));
+        t.append("KUBE-A", Rule::new(vec![], Target::Accept));
+        let lines = t.save();
+        assert_eq!(lines, ["*nat", ":PREROUTING ACCEPT [0:0]", ":KUBE-A - [0:0]", "-A KUBE-A -j RETURN", "-A KUBE-A -j ACCEPT", "COMMIT"]);
+        let at = t.line_of(&RuleRef { table: TableName::Nat, chain: "KUBE-A".into(), index: 1 }).unwrap();
+        assert_eq!(lines[at], "-A KUBE-A -j ACCEPT");
+        assert_eq!(t.line_of(&RuleRef { table: TableName::Nat, chain: "KUBE-A".into(), index: 2 }), None);
+    }
+}
