@@ -1,1 +1,11 @@
-fn main(){}
+//! KubeHops in the browser: renders what `kubehops-core` computed.
+
+mod app;
+mod canvas;
+mod controls;
+mod panels;
+mod player;
+
+fn main() {
+    leptos::mount::mount_to_body(app::App);
+}

@@ -19,6 +19,7 @@ pub mod conntrack;
 pub mod hash;
 pub mod iptables;
 pub mod kubectl;
+pub mod link;
 pub mod kubeproxy;
 pub mod net;
 pub mod netfilter;

@@ -46,6 +46,10 @@ impl Rect {
 const OUTSIDE_TO_CONTROL_X: f64 = 188.0;
 const CONTROL_TO_CLUSTER_X: f64 = 386.0;
 const CLUSTER_BUS_X: f64 = 717.0;
+/// Just right of the control-plane boxes.
+const CONTROL_CORRIDOR_X: f64 = 380.0;
+/// Above the API server, for kubectl's messages.
+const TOP_LANE_Y: f64 = 46.0;
 
 /// Boxes for every actor of a walkthrough.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -90,30 +94,51 @@ impl Layout {
         self.boxes.iter().find(|(q, _)| *q == p).map(|(_, r)| *r)
     }
 
-    /// Where a packet rests at a place: a node's packets sit on its
-    /// kube-proxy panel, where the rules act on them.
+    /// Where a packet rests at a place. Anchors sit on box edges or in
+    /// gaps, so trails drawn over the boxes do not cross their text.
     pub fn anchor(&self, p: Place) -> Point {
         match p {
-            Place::Node(i) => self.proxy_panels.get(i).map_or(pt(0.0, 0.0), |r| r.center()),
-            _ => self.rect(p).map_or(pt(0.0, 0.0), |r| r.center()),
+            Place::Node(i) => self.proxy_panels.get(i).map_or(pt(0.0, 0.0), |r| pt(CLUSTER_BUS_X, r.y + r.h / 2.0)),
+            Place::Pod(_) => self.rect(p).map_or(pt(0.0, 0.0), |r| pt(r.x + r.w / 2.0, r.y + r.h - 16.0)),
+            _ => self.rect(p).map_or(pt(0.0, 0.0), |r| pt(r.x + r.w, r.y + r.h / 2.0)),
         }
+    }
+
+    /// The strip under a node's kube-proxy panel where wires enter the node.
+    fn node_entry_y(&self, i: usize) -> f64 {
+        self.rect(Place::Node(i)).map_or(0.0, |r| r.y + r.h - 6.0)
     }
 
     /// The polyline a hop follows, along the corridors between columns.
     pub fn route(&self, from: Place, to: Place) -> Vec<Point> {
         use Place::*;
         let (a, b) = (self.anchor(from), self.anchor(to));
-        let via_x = |x: f64| vec![a, pt(x, a.y), pt(x, b.y), b];
-        match (from, to) {
+        let path = match (from, to) {
             _ if from == to => vec![a],
-            (Laptop, LoadBalancer) | (LoadBalancer, Laptop) | (ApiServer, CloudControllerManager) | (CloudControllerManager, ApiServer) => vec![a, b],
-            (Laptop | LoadBalancer, Node(_)) | (Node(_), Laptop | LoadBalancer) | (ApiServer, Node(_)) | (Node(_), ApiServer) => via_x(CONTROL_TO_CLUSTER_X),
-            (Laptop, ApiServer) | (ApiServer, Laptop) => via_x(OUTSIDE_TO_CONTROL_X),
-            (CloudControllerManager, LoadBalancer) => vec![a, pt(a.x, b.y), b],
-            (LoadBalancer, CloudControllerManager) => vec![a, pt(b.x, a.y), b],
-            (Node(_) | Pod(_), Node(_) | Pod(_)) => via_x(CLUSTER_BUS_X),
+            (Node(_) | Pod(_), Node(_) | Pod(_)) => vec![a, pt(CLUSTER_BUS_X, a.y), pt(CLUSTER_BUS_X, b.y), b],
+            // Into a node: along the corridor, then under its panel to the bus.
+            (Laptop | LoadBalancer | ApiServer, Node(i)) => {
+                let x = if from == ApiServer { CONTROL_CORRIDOR_X } else { CONTROL_TO_CLUSTER_X };
+                let e = self.node_entry_y(i);
+                vec![a, pt(x, a.y), pt(x, e), pt(CLUSTER_BUS_X, e), b]
+            }
+            (Node(_), Laptop | LoadBalancer | ApiServer) => {
+                let mut r = self.route(to, from);
+                r.reverse();
+                return r;
+            }
+            (Laptop, LoadBalancer) | (LoadBalancer, Laptop) => vec![a, pt(OUTSIDE_TO_CONTROL_X, a.y), pt(OUTSIDE_TO_CONTROL_X, b.y), b],
+            (Laptop, ApiServer) => vec![a, pt(OUTSIDE_TO_CONTROL_X, a.y), pt(OUTSIDE_TO_CONTROL_X, TOP_LANE_Y), pt(CONTROL_CORRIDOR_X, TOP_LANE_Y), pt(CONTROL_CORRIDOR_X, b.y), b],
+            (ApiServer, CloudControllerManager) | (CloudControllerManager, ApiServer) => vec![a, pt(CONTROL_CORRIDOR_X, a.y), pt(CONTROL_CORRIDOR_X, b.y), b],
+            (CloudControllerManager, LoadBalancer) => vec![a, pt(CONTROL_CORRIDOR_X, a.y), pt(CONTROL_CORRIDOR_X, b.y), b],
+            (ApiServer, Laptop) | (LoadBalancer, CloudControllerManager) => {
+                let mut r = self.route(to, from);
+                r.reverse();
+                return r;
+            }
             _ => vec![a, b],
-        }
+        };
+        path
     }
 }
 

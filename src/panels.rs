@@ -1,0 +1,237 @@
+//! The panels beside the canvas: narration, the current hop, the manifest,
+//! kubectl's output, the legend and URL notices.
+
+use crate::app::Ctx;
+use crate::canvas::kind_info;
+use kubehops_core::net::Packet;
+use kubehops_core::sim::{Field, HopKind, RewriteKind};
+use leptos::prelude::*;
+
+#[component]
+pub fn Narration() -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let p = ctx.player;
+    let heading = move || ctx.with_step(|st| format!("Step {} of {} · {}", ctx.frame.get().step + 1, p.steps(), st.title)).unwrap_or_default();
+    let text = move || ctx.with_step(|st| st.narration.clone()).unwrap_or_default();
+    view! {
+        <section class="kh-card kh-narration" aria-live="polite">
+            <h2>{heading}</h2>
+            <p>{text}</p>
+        </section>
+    }
+}
+
+fn rewrite_tag(k: RewriteKind) -> &'static str {
+    match k {
+        RewriteKind::Dnat => "DNAT",
+        RewriteKind::Snat => "SNAT",
+        RewriteKind::UnDnat => "un-DNAT",
+        RewriteKind::UnSnat => "un-SNAT",
+        RewriteKind::Balancer => "balancer",
+    }
+}
+
+/// One row of the before/after table.
+fn packet_row(label: &'static str, field: Field, before: &Packet, after: &Packet, tags: Vec<&'static str>) -> impl IntoView {
+    let (b, a) = match field {
+        Field::Source => (before.src, after.src),
+        Field::Destination => (before.dst, after.dst),
+    };
+    let changed = a != b;
+    view! {
+        <tr class:changed=changed>
+            <th scope="row">{label}</th>
+            <td class="kh-mono-html">{b.to_string()}</td>
+            <td class="kh-mono-html">
+                {a.to_string()}
+                {tags.into_iter().map(|t| view! { <span class="kh-tag">{t}</span> }).collect_view()}
+            </td>
+        </tr>
+    }
+}
+
+#[component]
+pub fn HopDetail() -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let p = ctx.player;
+    let body = move || {
+        let f = ctx.frame.get();
+        ctx.with_step(|st| {
+            let n = st.hops.len();
+            let Some((i, h)) = f.current.and_then(|i| st.hops.get(i).map(|h| (i, h))) else {
+                return view! { <p class="kh-muted-html">{format!("{n} hops. Press Play, or choose a hop below.")}</p> }.into_any();
+            };
+            let (class, _, kind_name) = kind_info(h.kind);
+            let from = p.walkthrough.with_value(|w| w.actor(h.from).map(|a| a.label.clone()).unwrap_or_default());
+            let to = p.walkthrough.with_value(|w| w.actor(h.to).map(|a| a.label.clone()).unwrap_or_default());
+            let packet = h.packet.clone().map(|pk| {
+                let tags = |field: Field| pk.rewrites.iter().filter(|r| r.field == field).map(|r| rewrite_tag(r.kind)).collect::<Vec<_>>();
+                let node = pk.decided_on.and_then(|n| p.walkthrough.with_value(|w| w.actor(kubehops_core::sim::Place::Node(n)).map(|a| a.label.clone())));
+                let rules_title = format!("{} rule{} matched on {}", pk.matched.len(), if pk.matched.len() == 1 { "" } else { "s" }, node.clone().unwrap_or_default());
+                let reach = (!pk.could_reach.is_empty()).then(|| {
+                    format!("The rules could have sent it to: {}.", pk.could_reach.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", "))
+                });
+                view! {
+                    <table class="kh-packet">
+                        <caption class="kh-sr">"Packet addresses before and after this hop"</caption>
+                        <thead><tr><th></th><th scope="col">"arrived"</th><th scope="col">"leaves as"</th></tr></thead>
+                        <tbody>
+                            {packet_row("source", Field::Source, &pk.before, &pk.after, tags(Field::Source))}
+                            {packet_row("destination", Field::Destination, &pk.before, &pk.after, tags(Field::Destination))}
+                        </tbody>
+                    </table>
+                    {pk.by_conntrack.then(|| view! { <p class="kh-note">"Rewritten by conntrack, not by the rules: the connection is already known."</p> })}
+                    {reach.map(|r| view! { <p class="kh-note">{r}</p> })}
+                    {(!pk.matched.is_empty()).then(|| view! {
+                        <details class="kh-rules">
+                            <summary>{rules_title}</summary>
+                            <ol>{pk.matched.iter().map(|m| view! { <li><code>{m.text.clone()}</code></li> }).collect_view()}</ol>
+                        </details>
+                    })}
+                }
+            });
+            view! {
+                <div class=format!("kh-hop kh-{class}")>
+                    <p class="kh-hop-head">
+                        <span class="kh-kind">{kind_name}</span>
+                        {h.what_if.then(|| view! { <span class="kh-kind kh-whatif-tag">"what if: ipMode VIP"</span> })}
+                        <strong>{format!("Hop {} of {n}", i + 1)}</strong>
+                        {format!(" · {from} → {to}")}
+                    </p>
+                    <p>{h.detail.clone()}</p>
+                    {packet}
+                </div>
+            }
+            .into_any()
+        })
+    };
+    let hop_list = move || {
+        let f = ctx.frame.get();
+        ctx.with_step(|st| {
+            st.hops
+                .iter()
+                .enumerate()
+                .map(|(i, h)| {
+                    let (class, label, _) = kind_info(h.kind);
+                    let current = f.current == Some(i);
+                    view! {
+                        <li>
+                            <button
+                                type="button"
+                                class=format!("kh-hopbtn kh-{class}")
+                                class:current=current
+                                class:done={ i < f.done }
+                                aria-current=current.then_some("true")
+                                aria-label=format!("Show hop {}: {}", i + 1, h.caption)
+                                on:click=move |_| p.show_hop(i)
+                            >
+                                <span class="kh-hopnum">{i + 1}</span>
+                                <span class="kh-hopkind">{label}</span>
+                                <span class="kh-hopcap">{h.caption.clone()}</span>
+                            </button>
+                        </li>
+                    }
+                })
+                .collect_view()
+        })
+    };
+    view! {
+        <section class="kh-card">
+            <h2>"This hop"</h2>
+            {body}
+            <ol class="kh-hoplist" aria-label="Hops of this step">{hop_list}</ol>
+        </section>
+    }
+}
+
+#[component]
+pub fn ManifestPanel() -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let lines = move || {
+        ctx.with_step(|st| {
+            st.manifest
+                .iter()
+                .enumerate()
+                .map(|(i, l)| {
+                    let changed = st.changed.contains(&i);
+                    view! {
+                        <span class="kh-line" class:changed=changed>
+                            <span class="kh-gutter" aria-hidden="true">{if changed { "+" } else { " " }}</span>
+                            {l.clone()}
+                            {changed.then(|| view! { <span class="kh-sr">" (changed in this step)"</span> })}
+                            "\n"
+                        </span>
+                    }
+                })
+                .collect_view()
+        })
+    };
+    view! {
+        <section class="kh-card">
+            <h2>"Service manifest " <span class="kh-sub">"web.yaml, as applied"</span></h2>
+            <pre class="kh-code">{lines}</pre>
+        </section>
+    }
+}
+
+#[component]
+pub fn KubectlPanel() -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let out = move || {
+        let f = ctx.frame.get();
+        ctx.with_step(|st| st.views.get(f.view).map(|v| v.kubectl.clone())).flatten().unwrap_or_default()
+    };
+    view! {
+        <section class="kh-card">
+            <h2>"kubectl"</h2>
+            <pre class="kh-code kh-term" data-testid="kubectl"><span class="kh-prompt">"$ kubectl get svc web\n"</span>{out}</pre>
+        </section>
+    }
+}
+
+#[component]
+pub fn Legend() -> impl IntoView {
+    let kinds = [HopKind::Dns, HopKind::Request, HopKind::Reply, HopKind::ControlPlane, HopKind::Dropped];
+    view! {
+        <ul class="kh-legend" aria-label="Legend">
+            {kinds
+                .into_iter()
+                .map(|k| {
+                    let (class, label, name) = kind_info(k);
+                    view! {
+                        <li class=format!("kh-{class}")>
+                            <svg viewBox="0 0 40 12" width="40" height="12" aria-hidden="true">
+                                <line class="kh-trail" x1="2" y1="6" x2="38" y2="6"></line>
+                            </svg>
+                            <span class="kh-chip">{label}</span>
+                            <span>{name}</span>
+                        </li>
+                    }
+                })
+                .collect_view()}
+            <li class="kh-whatif-key">
+                <svg viewBox="0 0 40 12" width="40" height="12" aria-hidden="true">
+                    <line class="kh-trail whatif" x1="2" y1="6" x2="38" y2="6"></line>
+                </svg>
+                <span>"what if (not taken)"</span>
+            </li>
+        </ul>
+    }
+}
+
+#[component]
+pub fn Notices() -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let notices = ctx.player.notices;
+    move || {
+        let n = notices.get();
+        (!n.is_empty()).then(|| {
+            view! {
+                <div class="kh-notice" role="status">
+                    <ul>{n.into_iter().map(|m| view! { <li>{m}</li> }).collect_view()}</ul>
+                    <button type="button" class="kh-btn" on:click=move |_| notices.set(Vec::new())>"Dismiss"</button>
+                </div>
+            }
+        })
+    }
+}
