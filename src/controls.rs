@@ -13,20 +13,30 @@ pub fn Controls() -> impl IntoView {
     view! {
         <div class="kh-controls" role="group" aria-label="Playback">
             <button type="button" class="kh-btn" aria-label="Restart" title="Restart (Home)" on:click=move |_| p.restart()>
-                <span aria-hidden="true">"⏮"</span><span class="kh-btn-text">"Restart"</span>
+                <Icon d="M6 5v14M19 5 9 12l10 7z"/><span class="kh-btn-text">"Restart"</span>
             </button>
             <button type="button" class="kh-btn" aria-label="Previous step" title="Previous step (←)" disabled=at_first on:click=move |_| p.previous()>
-                <span aria-hidden="true">"◀"</span><span class="kh-btn-text">"Previous"</span>
+                <Icon d="M15 5 8 12l7 7"/><span class="kh-btn-text">"Previous"</span>
             </button>
             <button type="button" class="kh-btn kh-btn-primary" aria-label=play_label title="Play or pause (Space)" on:click=move |_| p.toggle()>
-                <span aria-hidden="true">{move || if p.playing.get() { "❚❚" } else { "▶" }}</span>
+                {move || if p.playing.get() { view! { <Icon d="M7 5h3v14H7zM14 5h3v14h-3z"/> } } else { view! { <Icon d="M7 4.5v15L19.5 12z"/> } }}
                 <span class="kh-btn-text">{play_label}</span>
             </button>
             <button type="button" class="kh-btn" aria-label="Next step" title="Next step (→)" disabled=at_last on:click=move |_| p.next()>
-                <span class="kh-btn-text">"Next"</span><span aria-hidden="true">"▶"</span>
+                <span class="kh-btn-text">"Next"</span><Icon d="M9 5l7 7-7 7"/>
             </button>
             <span class="kh-keys" aria-hidden="true">"Space · ← → · Home"</span>
         </div>
+    }
+}
+
+/// A 24×24 stroke-and-fill icon; glyph fonts vary too much to rely on.
+#[component]
+fn Icon(d: &'static str) -> impl IntoView {
+    view! {
+        <svg class="kh-icon" viewBox="0 0 24 24" width="18" height="18" aria-hidden="true" focusable="false">
+            <path d=d></path>
+        </svg>
     }
 }
 

@@ -163,3 +163,81 @@ fn _assert_send() {
     fn s<T: Send + Sync>() {}
     s::<Player>();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kubehops_core::walkthrough::{build, Options};
+    use wasm_bindgen_test::*;
+
+    wasm_bindgen_test_configure!(run_in_browser);
+
+    fn player(reduced: bool) -> Player {
+        Player {
+            walkthrough: StoredValue::new(build("nodeport-loadbalancer", Options::default()).expect("walkthrough")),
+            step: RwSignal::new(0),
+            progress: RwSignal::new(0.0),
+            playing: RwSignal::new(false),
+            continuous: RwSignal::new(false),
+            reduced_motion: RwSignal::new(reduced),
+            notices: RwSignal::new(Vec::new()),
+        }
+    }
+
+    #[wasm_bindgen_test]
+    fn play_runs_through_every_step_and_stops_at_the_end() {
+        let p = player(false);
+        p.toggle();
+        let mut seen = vec![0];
+        for _ in 0..10_000 {
+            if !p.tick(100.0) {
+                break;
+            }
+            if seen.last() != Some(&p.step.get_untracked()) {
+                seen.push(p.step.get_untracked());
+            }
+        }
+        assert_eq!(seen, [0, 1, 2, 3, 4]);
+        assert!(!p.playing.get_untracked());
+        assert_eq!(p.progress.get_untracked(), p.hops_in(4) as f64);
+        // Play at the very end starts over.
+        p.toggle();
+        assert_eq!((p.step.get_untracked(), p.progress.get_untracked()), (0, 0.0));
+    }
+
+    #[wasm_bindgen_test]
+    fn a_chosen_step_plays_once_and_stops() {
+        let p = player(false);
+        p.go_to(1);
+        assert!(p.playing.get_untracked());
+        while p.tick(200.0) {}
+        assert_eq!(p.step.get_untracked(), 1, "stays on the chosen step");
+        assert_eq!(p.progress.get_untracked(), p.hops_in(1) as f64);
+    }
+
+    #[wasm_bindgen_test]
+    fn reduced_motion_jumps_to_end_states() {
+        let p = player(true);
+        p.go_to(2);
+        assert!(!p.playing.get_untracked());
+        assert_eq!(p.progress.get_untracked(), p.hops_in(2) as f64);
+        p.progress.set(2.6);
+        assert_eq!(p.shown_progress(), 2.0, "no tweening between hops");
+    }
+
+    #[wasm_bindgen_test]
+    fn links_open_steps_and_bad_links_leave_a_notice() {
+        let p = player(false);
+        p.open_link("#/nodeport-loadbalancer/4/end");
+        assert_eq!((p.step.get_untracked(), p.progress.get_untracked()), (3, p.hops_in(3) as f64));
+        assert!(!p.playing.get_untracked());
+        p.open_link("#/nodeport-loadbalancer/77");
+        assert_eq!(p.step.get_untracked(), 0);
+        assert_eq!(p.notices.get_untracked().len(), 1);
+        // Absurd clock input is clamped.
+        p.toggle();
+        p.tick(f64::NAN);
+        p.tick(f64::INFINITY);
+        assert!(p.progress.get_untracked().is_finite());
+    }
+}

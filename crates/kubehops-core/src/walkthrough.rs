@@ -316,28 +316,38 @@ pub fn nodeport_loadbalancer(opts: Options) -> Walkthrough {
     let trace = w.take_trace();
     let split = trace.iter().position(|(h, _)| matches!(h.to, Place::Node(_))).map_or(trace.len(), |i| i + 1);
     let (first, rest) = trace.split_at(split);
-    let mut hops4: Vec<Hop> = first.iter().map(|(h, _)| h.clone()).collect();
-    let mut views4: Vec<View> = std::iter::once(start).chain(first.iter().map(|(_, v)| v.clone())).collect();
-    // A what-if changes nothing in the real cluster: its views repeat the
-    // last real one.
-    let last_real = views4.last().cloned().unwrap_or_else(|| w.view());
-    for (h, _) in &vip_trace {
+    // Step 4 shows the request up to the node. The VIP alternative is
+    // shown before the balancer's real choice, so the step ends on the
+    // path that is taken. A what-if changes nothing in the real cluster:
+    // its views repeat the view before it.
+    let mut hops4: Vec<Hop> = Vec::new();
+    let mut views4: Vec<View> = vec![start];
+    for (i, (h, v)) in first.iter().enumerate() {
+        if i + 1 == first.len() {
+            let before = views4.last().cloned().unwrap_or_else(|| v.clone());
+            for (vh, _) in &vip_trace {
+                hops4.push(vh.clone());
+                views4.push(before.clone());
+            }
+        }
         hops4.push(h.clone());
-        views4.push(last_real.clone());
+        views4.push(v.clone());
     }
     let entry_node = hops4.iter().find(|h| !h.what_if && matches!(h.to, Place::Node(_))).map(|h| w.place_name(h.to)).unwrap_or_default();
-    let vip_rule = vip_trace
+    let vip_caught = vip_trace
         .iter()
         .filter_map(|(h, _)| h.packet.as_ref())
         .flat_map(|p| p.matched.iter())
-        .find(|m| m.text.contains("loadbalancer IP"))
-        .map(|m| m.text.clone())
-        .unwrap_or_default();
+        .any(|m| m.text.contains("loadbalancer IP"));
     steps.push(Step {
         title: "Dial the balancer".into(),
         narration: format!(
-            "An outside client dials {lb_ip}:80. The balancer chooses a node, here {entry_node}, and sends the connection to its node port 31000. That is the solid path. A balancer that keeps the destination, which ipMode: VIP declares, would deliver the packet to {entry_node} still addressed to {lb_ip}:80, as drawn dashed; kube-proxy catches it with its load balancer IP rule ({}) and the rest is the same.",
-            if vip_rule.is_empty() { "no rule matched".to_string() } else { vip_rule }
+            "An outside client dials {lb_ip}:80. The balancer chooses a node, here {entry_node}, and sends the connection to its node port 31000: the solid path. A balancer that keeps the destination, which ipMode: VIP declares, would instead deliver the packet to {entry_node} still addressed to {lb_ip}:80 (dashed). {}",
+            if vip_caught {
+                format!("kube-proxy catches that too: its KUBE-SERVICES rule for the load balancer IP {lb_ip}:80 jumps to the same KUBE-EXT chain as the node port, so the rest is the same.")
+            } else {
+                "No rule of kube-proxy matches that address, so the packet would not reach a Pod.".to_string()
+            }
         ),
         manifest: manifest_yaml(&lb_svc),
         changed: vec![],
