@@ -159,8 +159,8 @@ fn Balancer() -> impl IntoView {
             <text x=cx y=r.y + r.h - 12.0 class="kh-muted" text-anchor="middle">
                 {move || match state.get() {
                     BalancerView::Absent => "type: LoadBalancer",
-                    BalancerView::Provisioning => "EXTERNAL-IP <pending>",
-                    BalancerView::Active { .. } => ":80 → nodes :31000",
+                    BalancerView::Provisioning => "IP <pending>",
+                    BalancerView::Active { .. } => ":80 → :31000",
                 }}
             </text>
         </g>
