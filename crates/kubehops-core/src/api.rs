@@ -37,7 +37,7 @@ pub struct Node {
     /// `status.addresses[type=InternalIP]`.
     pub internal_ip: Ipv4Addr,
     /// `spec.podCIDR`: the range this node's Pods get addresses from.
-    pub pod_cidr: crate::net::Cidr,
+    pub pod_cidr: Option<crate::net::Cidr>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -110,6 +110,16 @@ pub struct ServicePort {
     pub node_port: Option<u16>,
 }
 
+/// `spec.sessionAffinity`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum SessionAffinity {
+    #[default]
+    None,
+    /// Connections from one client IP stick to one endpoint for this many
+    /// seconds (`sessionAffinityConfig.clientIP.timeoutSeconds`, 10800 by default).
+    ClientIP { timeout_seconds: u32 },
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct ServiceSpec {
@@ -117,10 +127,21 @@ pub struct ServiceSpec {
     pub type_: ServiceType,
     pub selector: Labels,
     pub ports: Vec<ServicePort>,
-    /// `None` asks the API server to allocate one.
+    /// `None` asks the API server to allocate one (unless `headless`).
     #[serde(rename = "clusterIP")]
     pub cluster_ip: Option<Ipv4Addr>,
+    /// `clusterIP: None`.
+    pub headless: bool,
     pub external_traffic_policy: TrafficPolicy,
+    pub internal_traffic_policy: TrafficPolicy,
+    pub session_affinity: SessionAffinity,
+    #[serde(rename = "externalIPs")]
+    pub external_ips: Vec<Ipv4Addr>,
+    pub load_balancer_source_ranges: Vec<crate::net::Cidr>,
+    /// Allocated for LoadBalancer Services with externalTrafficPolicy Local.
+    pub health_check_node_port: Option<u16>,
+    /// For type ExternalName: the DNS name CoreDNS answers with a CNAME.
+    pub external_name: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -143,6 +164,9 @@ pub struct Service {
     pub namespace: String,
     pub spec: ServiceSpec,
     pub status: ServiceStatus,
+    /// `metadata.creationTimestamp`, in seconds since the Unix epoch.
+    #[serde(default)]
+    pub created: Option<i64>,
 }
 
 impl Service {
@@ -166,7 +190,11 @@ impl Service {
 pub struct Endpoint {
     pub ip: Ipv4Addr,
     pub node_name: String,
+    /// `conditions.ready`.
     pub ready: bool,
+    /// `conditions.serving`: used when no endpoint is ready but some are terminating.
+    pub serving: bool,
+    pub terminating: bool,
     pub target_ref: String,
 }
 

@@ -336,7 +336,7 @@ impl ApiServer {
             service_name: svc.name.clone(),
             endpoints: pods
                 .iter()
-                .map(|p| Endpoint { ip: p.ip, node_name: p.node_name.clone(), ready: p.ready, target_ref: format!("Pod/{}", p.name) })
+                .map(|p| Endpoint { ip: p.ip, node_name: p.node_name.clone(), ready: p.ready, serving: p.ready, terminating: false, target_ref: format!("Pod/{}", p.name) })
                 .collect(),
             ports: svc
                 .spec
@@ -448,6 +448,7 @@ mod tests {
                 ..Default::default()
             },
             status: Default::default(),
+            created: None,
         }
     }
 

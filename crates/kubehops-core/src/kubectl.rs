@@ -146,6 +146,7 @@ mod tests {
                 ..Default::default()
             },
             status: Default::default(),
+            created: Some(0),
         }
     }
 

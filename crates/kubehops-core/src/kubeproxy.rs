@@ -24,6 +24,18 @@ pub struct KubeProxyConfig {
     /// `clusterCIDR`: sources inside it are Pods; others are masqueraded
     /// when they reach a ClusterIP.
     pub cluster_cidr: Option<Cidr>,
+    /// `masqueradeAll`.
+    pub masquerade_all: bool,
+    /// `iptables.localhostNodePorts` (default true): node ports answer on 127.0.0.1.
+    pub localhost_node_ports: bool,
+    /// `hostnameOverride`: the node name kube-proxy compares endpoints' nodeName with.
+    pub hostname_override: Option<String>,
+}
+
+impl Default for KubeProxyConfig {
+    fn default() -> Self {
+        KubeProxyConfig { cluster_cidr: None, masquerade_all: false, localhost_node_ports: true, hostname_override: None }
+    }
 }
 
 /// `KUBE-SVC-` + the hash kube-proxy derives from the port name and protocol.

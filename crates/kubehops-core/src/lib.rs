@@ -25,4 +25,5 @@ pub mod net;
 pub mod netfilter;
 pub mod scene;
 pub mod sim;
+pub mod trace;
 pub mod walkthrough;

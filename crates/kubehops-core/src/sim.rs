@@ -556,7 +556,7 @@ impl World {
     fn at_node(&mut self, n: usize, pkt: &Packet, dice: &mut dyn Dice) -> Step {
         let node = self.api.nodes[n].clone();
         let name = display_node(&node.name);
-        let gateway = node.pod_cidr.nth(1).unwrap_or(node.internal_ip);
+        let gateway = node.pod_cidr.and_then(|c| c.nth(1)).unwrap_or(node.internal_ip);
         let ctx = NodeContext { local_addrs: vec![node.internal_ip, gateway, Ipv4Addr::LOCALHOST] };
 
         // A packet of a known connection is rewritten from conntrack.
@@ -658,11 +658,11 @@ impl World {
     /// of the node's addresses it leaves from (used by masquerade).
     fn route(&self, n: usize, dst: Ipv4Addr) -> Option<(Place, Ipv4Addr)> {
         let node = &self.api.nodes[n];
-        if node.pod_cidr.contains(dst) {
+        if node.pod_cidr.is_some_and(|c| c.contains(dst)) {
             let p = self.api.pods.iter().position(|p| p.ip == dst && p.node_name == node.name)?;
-            return Some((Place::Pod(p), node.pod_cidr.nth(1).unwrap_or(node.internal_ip)));
+            return Some((Place::Pod(p), node.pod_cidr.and_then(|c| c.nth(1)).unwrap_or(node.internal_ip)));
         }
-        if let Some(m) = self.api.nodes.iter().position(|o| o.pod_cidr.contains(dst) || (o.internal_ip == dst && o.name != node.name)) {
+        if let Some(m) = self.api.nodes.iter().position(|o| o.pod_cidr.is_some_and(|c| c.contains(dst)) || (o.internal_ip == dst && o.name != node.name)) {
             return Some((Place::Node(m), node.internal_ip));
         }
         if self.api.config.service_cidr.contains(dst) || node.internal_ip == dst {

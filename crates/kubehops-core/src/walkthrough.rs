@@ -83,6 +83,7 @@ fn web_service(type_: ServiceType, node_port: Option<u16>) -> Service {
             ..Default::default()
         },
         status: Default::default(),
+        created: None,
     }
 }
 
@@ -151,7 +152,7 @@ pub fn changed_lines(old: &[String], new: &[String]) -> Vec<usize> {
 pub fn nodeport_cluster() -> World {
     let mut api = ApiServer::new(ApiServerConfig::default());
     api.nodes = (1..=3u8)
-        .map(|i| Node { name: format!("node-{i}"), internal_ip: ip(10, 0, 0, 10 + i), pod_cidr: Cidr::new(ip(10, 244, i, 0), 24) })
+        .map(|i| Node { name: format!("node-{i}"), internal_ip: ip(10, 0, 0, 10 + i), pod_cidr: Some(Cidr::new(ip(10, 244, i, 0), 24)) })
         .collect();
     let pod = |name: &str, node: &str, addr| Pod {
         name: name.into(),
@@ -166,7 +167,7 @@ pub fn nodeport_cluster() -> World {
     // Created before the story begins, as a plain ClusterIP Service.
     api.apply_service(web_service(ServiceType::ClusterIP, None)).unwrap_or_else(|e| panic!("built-in Service is valid: {e}"));
     let cloud = CloudProvider { free_ips: (7..=30).map(|d| ip(203, 0, 113, d)).collect(), provisioning_secs: 40, balancers: vec![] };
-    let proxy = KubeProxyConfig { cluster_cidr: Some(Cidr::new(ip(10, 244, 0, 0), 16)) };
+    let proxy = KubeProxyConfig { cluster_cidr: Some(Cidr::new(ip(10, 244, 0, 0), 16)), ..Default::default() };
     World::new(api, proxy, cloud, ip(198, 51, 100, 23), crate::api::ObjectRef::new("default", "web"), 25 * 60)
 }
 
