@@ -72,11 +72,19 @@ pub struct ServicePortChains {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NodeRules {
     pub node: String,
+    pub filter: Table,
     pub nat: Table,
     pub services: Vec<ServicePortChains>,
 }
 
 impl NodeRules {
+    /// Both tables in `iptables-save` format: `*filter … COMMIT` then `*nat … COMMIT`.
+    pub fn save(&self) -> Vec<String> {
+        let mut out = self.filter.save();
+        out.extend(self.nat.save());
+        out
+    }
+
     /// The `iptables-save` lines of the nat table that belong to one
     /// Service, in table order (jump rules and its own chains).
     pub fn service_lines(&self, namespace: &str, name: &str) -> Vec<(usize, String)> {
@@ -143,7 +151,7 @@ pub fn sync_node(node: &Node, services: &[Service], slices: &[EndpointSlice], cf
             Target::Jump("KUBE-NODEPORTS".into()),
         ),
     );
-    NodeRules { node: node.name.clone(), nat, services: chains }
+    NodeRules { node: node.name.clone(), filter: Table::new(TableName::Filter), nat, services: chains }
 }
 
 fn sync_port(
