@@ -41,6 +41,38 @@ pub enum Match {
     Mark { value: u32, mask: u32, negate: bool },
     /// `-m statistic --mode random --probability P`.
     Probability(f64),
+    /// `-m conntrack --ctstate A,B`, or `! --ctstate` when negated.
+    CtState { states: Vec<CtState>, negate: bool },
+    /// `-m addrtype --src-type LOCAL`: the source is an address of this node.
+    SrcTypeLocal { negate: bool },
+    /// `-m recent --name NAME --set`: remember the source address.
+    RecentSet { name: String },
+    /// `-m recent --name NAME --rcheck --seconds S --reap`: the source was
+    /// remembered within S seconds.
+    RecentCheck { name: String, seconds: u32 },
+}
+
+/// A connection tracking state, as `--ctstate` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CtState {
+    New,
+    Related,
+    Established,
+    Invalid,
+    /// The connection's destination was rewritten (a virtual state).
+    Dnat,
+}
+
+impl CtState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CtState::New => "NEW",
+            CtState::Related => "RELATED",
+            CtState::Established => "ESTABLISHED",
+            CtState::Invalid => "INVALID",
+            CtState::Dnat => "DNAT",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -58,6 +90,9 @@ pub enum Target {
     OrMark(u32),
     /// `-j MARK --xor-mark V`.
     XorMark(u32),
+    /// No `-j`: the rule only counts packets (kube-proxy uses one as a
+    /// marker at the end of a KUBE-FW chain).
+    Nothing,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -100,6 +135,19 @@ impl Rule {
                 Match::Probability(p) => {
                     let _ = write!(s, " -m statistic --mode random --probability {p:.10}");
                 }
+                Match::CtState { states, negate } => {
+                    let list: Vec<&str> = states.iter().map(|c| c.as_str()).collect();
+                    let _ = write!(s, " -m conntrack{} --ctstate {}", neg(*negate), list.join(","));
+                }
+                Match::SrcTypeLocal { negate } => {
+                    let _ = write!(s, " -m addrtype{} --src-type LOCAL", neg(*negate));
+                }
+                Match::RecentSet { name } => {
+                    let _ = write!(s, " -m recent --name {name} --set");
+                }
+                Match::RecentCheck { name, seconds } => {
+                    let _ = write!(s, " -m recent --name {name} --rcheck --seconds {seconds} --reap");
+                }
             }
         }
         match &self.target {
@@ -120,6 +168,7 @@ impl Rule {
             Target::XorMark(v) => {
                 let _ = write!(s, " -j MARK --xor-mark {v:#x}");
             }
+            Target::Nothing => {}
         }
         s
     }
@@ -167,8 +216,13 @@ pub struct Chain {
 
 impl Chain {
     pub fn is_builtin(&self) -> bool {
-        matches!(self.name.as_str(), "PREROUTING" | "INPUT" | "FORWARD" | "OUTPUT" | "POSTROUTING")
+        is_builtin(&self.name)
     }
+}
+
+/// The chains netfilter itself provides.
+pub fn is_builtin(name: &str) -> bool {
+    matches!(name, "PREROUTING" | "INPUT" | "FORWARD" | "OUTPUT" | "POSTROUTING")
 }
 
 /// One table with its chains in creation order.

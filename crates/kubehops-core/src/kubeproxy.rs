@@ -8,9 +8,9 @@
 //! `KUBE-SEP-…` DNATs to one Pod. Packets that need SNAT are marked by
 //! `KUBE-MARK-MASQ` and masqueraded in `KUBE-POSTROUTING`.
 
-use crate::api::{EndpointSlice, IpMode, Node, Service, ServicePort, ServiceType, TrafficPolicy};
+use crate::api::{EndpointSlice, IpMode, Node, Service, ServicePort, ServiceType, SessionAffinity, TrafficPolicy};
 use crate::hash::sha256_base32;
-use crate::iptables::{Match, Rule, Table, TableName, Target};
+use crate::iptables::{CtState, Match, Rule, Table, TableName, Target};
 use crate::net::{Cidr, SockAddr};
 use serde::{Deserialize, Serialize};
 
@@ -63,8 +63,11 @@ fn port_proto_hash(port_name: &str, proto: &str) -> String {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ServicePortChains {
     pub port_name: String,
+    /// Empty when the Cluster policy chain is not used.
     pub svc_chain: String,
+    pub svl_chain: Option<String>,
     pub ext_chain: Option<String>,
+    pub fw_chain: Option<String>,
     pub sep_chains: Vec<String>,
 }
 
@@ -85,21 +88,49 @@ impl NodeRules {
         out
     }
 
-    /// The `iptables-save` lines of the nat table that belong to one
-    /// Service, in table order (jump rules and its own chains).
+    /// A rule's line index in [`NodeRules::save`].
+    pub fn line_of(&self, r: &crate::iptables::RuleRef) -> Option<usize> {
+        match r.table {
+            TableName::Filter => self.filter.line_of(r),
+            TableName::Nat => self.nat.line_of(r).map(|l| l + self.filter_len()),
+        }
+    }
+
+    pub fn rule(&self, r: &crate::iptables::RuleRef) -> Option<&Rule> {
+        match r.table {
+            TableName::Filter => self.filter.rule(r),
+            TableName::Nat => self.nat.rule(r),
+        }
+    }
+
+    fn filter_len(&self) -> usize {
+        // `*filter`, chain headers, rules, `COMMIT`.
+        2 + self.filter.chains.len() + self.filter.chains.iter().map(|c| c.rules.len()).sum::<usize>()
+    }
+
+    /// The lines of both tables that belong to one Service (the rules that
+    /// mention it and the rules of its own chains), numbered as in [`NodeRules::save`].
     pub fn service_lines(&self, namespace: &str, name: &str) -> Vec<(usize, String)> {
         let prefix = format!("{namespace}/{name}");
         let own: Vec<&ServicePortChains> = self.services.iter().filter(|s| s.port_name == prefix || s.port_name.starts_with(&format!("{prefix}:"))).collect();
         let mut out = Vec::new();
-        let mut line = 1 + self.nat.chains.len();
-        for c in &self.nat.chains {
-            let own_chain = own.iter().any(|s| s.svc_chain == c.name || s.ext_chain.as_deref() == Some(&c.name) || s.sep_chains.contains(&c.name));
-            for r in &c.rules {
-                let mentions = r.comment().is_some_and(|cm| own.iter().any(|s| comment_names(cm, &s.port_name)));
-                if own_chain || mentions {
-                    out.push((line, r.render(&c.name)));
+        for (table, offset) in [(&self.filter, 0), (&self.nat, self.filter_len())] {
+            let mut line = offset + 1 + table.chains.len();
+            for c in &table.chains {
+                let own_chain = own.iter().any(|s| {
+                    s.svc_chain == c.name
+                        || s.ext_chain.as_deref() == Some(&c.name)
+                        || s.svl_chain.as_deref() == Some(&c.name)
+                        || s.fw_chain.as_deref() == Some(&c.name)
+                        || s.sep_chains.contains(&c.name)
+                });
+                for r in &c.rules {
+                    let mentions = r.comment().is_some_and(|cm| own.iter().any(|s| comment_names(cm, &s.port_name)));
+                    if own_chain || mentions {
+                        out.push((line, r.render(&c.name)));
+                    }
+                    line += 1;
                 }
-                line += 1;
             }
         }
         out
@@ -114,135 +145,406 @@ fn comment_names(comment: &str, port_name: &str) -> bool {
         || comment.contains(&format!("for {port_name} "))
 }
 
-/// Writes the nat table for `node`, as kube-proxy's sync loop does.
-/// Services and slices are taken in the order given (callers sort them).
+/// The endpoints of one service port, sorted as kube-proxy sorts them.
+#[derive(Clone, Debug, PartialEq)]
+struct PortEndpoint {
+    addr: SockAddr,
+    local: bool,
+    ready: bool,
+    serving_terminating: bool,
+}
+
+/// kube-proxy's `CategorizeEndpoints`: which endpoints the Cluster and Local
+/// policies use, all endpoints that need a KUBE-SEP chain, and whether the
+/// Service has any usable endpoint anywhere.
+fn categorize(eps: &[PortEndpoint], uses_cluster: bool, uses_local: bool) -> (Vec<&PortEndpoint>, Vec<&PortEndpoint>, Vec<&PortEndpoint>, bool) {
+    let mut has_any = false;
+    let mut cluster = Vec::new();
+    if uses_cluster {
+        cluster = eps.iter().filter(|e| e.ready).collect();
+        if cluster.is_empty() {
+            // Fall back to endpoints that still serve while terminating.
+            cluster = eps.iter().filter(|e| e.serving_terminating).collect();
+        }
+        has_any = !cluster.is_empty();
+    }
+    if !uses_local {
+        return (cluster.clone(), Vec::new(), cluster, has_any);
+    }
+    let (mut local_ready, mut local_st) = (false, false);
+    for e in eps {
+        if e.ready {
+            has_any = true;
+            local_ready |= e.local;
+        } else if e.serving_terminating {
+            has_any = true;
+            local_st |= e.local;
+        }
+    }
+    let local: Vec<&PortEndpoint> = if local_ready {
+        eps.iter().filter(|e| e.local && e.ready).collect()
+    } else if local_st {
+        eps.iter().filter(|e| e.local && e.serving_terminating).collect()
+    } else {
+        Vec::new()
+    };
+    if !uses_cluster {
+        return (cluster, local.clone(), local, has_any);
+    }
+    let all = eps.iter().filter(|e| cluster.contains(e) || local.contains(e)).collect();
+    (cluster, local, all, has_any)
+}
+
+const FILTER_JUMPS: [(&str, &str, &str, bool); 11] = [
+    // (built-in chain, target, comment, only NEW connections), in the order
+    // they end up on a node: kube-proxy prepends its jumps, so the last it
+    // ensures comes first, and kubelet's KUBE-FIREWALL jumps predate them.
+    ("INPUT", "KUBE-PROXY-FIREWALL", "kubernetes load balancer firewall", true),
+    ("INPUT", "KUBE-NODEPORTS", "kubernetes health check service ports", false),
+    ("INPUT", "KUBE-EXTERNAL-SERVICES", "kubernetes externally-visible service portals", true),
+    ("INPUT", "KUBE-FIREWALL", "", false),
+    ("FORWARD", "KUBE-PROXY-FIREWALL", "kubernetes load balancer firewall", true),
+    ("FORWARD", "KUBE-FORWARD", "kubernetes forwarding rules", false),
+    ("FORWARD", "KUBE-SERVICES", "kubernetes service portals", true),
+    ("FORWARD", "KUBE-EXTERNAL-SERVICES", "kubernetes externally-visible service portals", true),
+    ("OUTPUT", "KUBE-PROXY-FIREWALL", "kubernetes load balancer firewall", true),
+    ("OUTPUT", "KUBE-SERVICES", "kubernetes service portals", true),
+    ("OUTPUT", "KUBE-FIREWALL", "", false),
+];
+
+fn comment(c: impl Into<String>) -> Match {
+    Match::Comment(c.into())
+}
+
+fn jump(c: &str) -> Target {
+    Target::Jump(c.to_string())
+}
+
+const LOOPBACK: Cidr = Cidr { addr: std::net::Ipv4Addr::new(127, 0, 0, 0), prefix: 8 };
+
+/// Writes both tables for `node`, as kube-proxy's iptables proxier does
+/// in one full sync. Services and slices are taken in the order given
+/// (callers sort them); each Service's ports in spec order.
 pub fn sync_node(node: &Node, services: &[Service], slices: &[EndpointSlice], cfg: &KubeProxyConfig) -> NodeRules {
+    let hostname = cfg.hostname_override.as_deref().unwrap_or(&node.name);
+    let mut filter = Table::new(TableName::Filter);
     let mut nat = Table::new(TableName::Nat);
+    for c in ["INPUT", "FORWARD", "OUTPUT", "KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES", "KUBE-FORWARD", "KUBE-NODEPORTS", "KUBE-PROXY-FIREWALL"] {
+        filter.ensure_chain(c);
+    }
+    if cfg.localhost_node_ports {
+        filter.ensure_chain("KUBE-FIREWALL");
+    }
+    for (chain, target, text, new_only) in FILTER_JUMPS {
+        if target == "KUBE-FIREWALL" && !cfg.localhost_node_ports {
+            continue;
+        }
+        let mut m = Vec::new();
+        if new_only {
+            m.push(Match::CtState { states: vec![CtState::New], negate: false });
+        }
+        if !text.is_empty() {
+            m.push(comment(text));
+        }
+        filter.append(chain, Rule::new(m, jump(target)));
+    }
     for c in ["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING", "KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-POSTROUTING", "KUBE-MARK-MASQ"] {
         nat.ensure_chain(c);
     }
-    let portals = || vec![Match::Comment("kubernetes service portals".into())];
-    nat.append("PREROUTING", Rule::new(portals(), Target::Jump("KUBE-SERVICES".into())));
-    nat.append("OUTPUT", Rule::new(portals(), Target::Jump("KUBE-SERVICES".into())));
-    nat.append("POSTROUTING", Rule::new(vec![Match::Comment("kubernetes postrouting rules".into())], Target::Jump("KUBE-POSTROUTING".into())));
-    nat.append("KUBE-MARK-MASQ", Rule::new(vec![], Target::OrMark(MASQ_MARK)));
+    nat.append("PREROUTING", Rule::new(vec![comment("kubernetes service portals")], jump("KUBE-SERVICES")));
+    nat.append("OUTPUT", Rule::new(vec![comment("kubernetes service portals")], jump("KUBE-SERVICES")));
+    nat.append("POSTROUTING", Rule::new(vec![comment("kubernetes postrouting rules")], jump("KUBE-POSTROUTING")));
     nat.append("KUBE-POSTROUTING", Rule::new(vec![Match::Mark { value: MASQ_MARK, mask: MASQ_MARK, negate: true }], Target::Return));
     nat.append("KUBE-POSTROUTING", Rule::new(vec![], Target::XorMark(MASQ_MARK)));
-    nat.append(
-        "KUBE-POSTROUTING",
-        Rule::new(vec![Match::Comment("kubernetes service traffic requiring SNAT".into())], Target::Masquerade),
-    );
+    nat.append("KUBE-POSTROUTING", Rule::new(vec![comment("kubernetes service traffic requiring SNAT")], Target::Masquerade));
+    nat.append("KUBE-MARK-MASQ", Rule::new(vec![], Target::OrMark(MASQ_MARK)));
+    if cfg.localhost_node_ports {
+        // Stops the route_localnet setting that localhost node ports need
+        // from letting outside packets reach 127.0.0.0/8.
+        filter.append(
+            "KUBE-FIREWALL",
+            Rule::new(
+                vec![
+                    comment("block incoming localnet connections"),
+                    Match::Destination { cidr: LOOPBACK, negate: false },
+                    Match::Source { cidr: LOOPBACK, negate: true },
+                    Match::CtState { states: vec![CtState::Related, CtState::Established, CtState::Dnat], negate: true },
+                ],
+                Target::Drop,
+            ),
+        );
+    }
 
     let mut chains = Vec::new();
     for svc in services {
-        if svc.spec.type_ == ServiceType::ExternalName {
+        if svc.spec.type_ == ServiceType::ExternalName || svc.spec.headless {
             continue;
         }
         let Some(cluster_ip) = svc.spec.cluster_ip else { continue };
-        let slice = slices.iter().find(|s| s.namespace == svc.namespace && s.service_name == svc.name);
+        let slices: Vec<&EndpointSlice> = slices.iter().filter(|s| s.namespace == svc.namespace && s.service_name == svc.name).collect();
         for port in &svc.spec.ports {
-            chains.push(sync_port(&mut nat, node, svc, port, cluster_ip, slice, cfg));
+            chains.push(sync_port(&mut filter, &mut nat, node, hostname, svc, port, cluster_ip, &slices, cfg));
         }
     }
-    nat.append(
-        "KUBE-SERVICES",
+
+    let mut last = vec![comment("kubernetes service nodeports; NOTE: this must be the last rule in this chain"), Match::DstTypeLocal { negate: false }];
+    if !cfg.localhost_node_ports {
+        last.push(Match::Destination { cidr: LOOPBACK, negate: true });
+    }
+    nat.append("KUBE-SERVICES", Rule::new(last, jump("KUBE-NODEPORTS")));
+    filter.append("KUBE-FORWARD", Rule::new(vec![Match::CtState { states: vec![CtState::Invalid], negate: false }], Target::Drop));
+    filter.append(
+        "KUBE-FORWARD",
+        Rule::new(vec![comment("kubernetes forwarding rules"), Match::Mark { value: MASQ_MARK, mask: MASQ_MARK, negate: false }], Target::Accept),
+    );
+    filter.append(
+        "KUBE-FORWARD",
         Rule::new(
-            vec![Match::Comment("kubernetes service nodeports; NOTE: this must be the last rule in this chain".into()), Match::DstTypeLocal { negate: false }],
-            Target::Jump("KUBE-NODEPORTS".into()),
+            vec![comment("kubernetes forwarding conntrack rule"), Match::CtState { states: vec![CtState::Related, CtState::Established], negate: false }],
+            Target::Accept,
         ),
     );
-    NodeRules { node: node.name.clone(), filter: Table::new(TableName::Filter), nat, services: chains }
+    NodeRules { node: node.name.clone(), filter, nat, services: chains }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn sync_port(
+    filter: &mut Table,
     nat: &mut Table,
-    _node: &Node,
+    node: &Node,
+    hostname: &str,
     svc: &Service,
     port: &ServicePort,
     cluster_ip: std::net::Ipv4Addr,
-    slice: Option<&EndpointSlice>,
+    slices: &[&EndpointSlice],
     cfg: &KubeProxyConfig,
 ) -> ServicePortChains {
     let name = svc.port_name(port);
     let proto = port.protocol.lower();
-    let svc_chain = service_chain(&name, proto);
-    let endpoints: Vec<SockAddr> = slice.map(|s| s.ready_addrs(port.name.as_deref()).into_iter().map(|(a, _)| a).collect()).unwrap_or_default();
-    let has_endpoints = !endpoints.is_empty();
-    let has_external = svc.spec.type_.has_node_ports() && svc.spec.external_traffic_policy == TrafficPolicy::Cluster;
-    let ext_chain = has_external.then(|| external_chain(&name, proto));
-    let sep_chains: Vec<String> = endpoints.iter().map(|e| endpoint_chain(&name, proto, &e.to_string())).collect();
+    let hash = port_proto_hash(&name, proto);
+    let (svc_chain, svl_chain, fw_chain, ext_chain) =
+        (format!("KUBE-SVC-{hash}"), format!("KUBE-SVL-{hash}"), format!("KUBE-FW-{hash}"), format!("KUBE-EXT-{hash}"));
 
-    // Declare the chains in the order kube-proxy creates them.
-    if has_endpoints {
-        nat.ensure_chain(&svc_chain);
-        if let Some(ext) = &ext_chain {
-            nat.ensure_chain(ext);
-        }
-        for c in &sep_chains {
-            nat.ensure_chain(c);
+    // The endpoints of this port, from every slice of the Service.
+    let mut eps: Vec<PortEndpoint> = Vec::new();
+    for slice in slices {
+        let Some(sp) = slice.ports.iter().find(|p| p.name == port.name && p.protocol == port.protocol) else { continue };
+        for e in &slice.endpoints {
+            let addr = SockAddr::new(e.ip, sp.port);
+            if !eps.iter().any(|x| x.addr == addr) {
+                eps.push(PortEndpoint { addr, local: e.node_name == hostname, ready: e.ready, serving_terminating: e.serving && e.terminating });
+            }
         }
     }
+    eps.sort_by_key(|e| e.addr.to_string());
 
-    let dst = |ip: std::net::Ipv4Addr| Match::Destination { cidr: Cidr::new(ip, 32), negate: false };
-    let vip = |what: &str, ip: std::net::Ipv4Addr| {
+    let lb_vips: Vec<std::net::Ipv4Addr> = if svc.spec.type_ == ServiceType::LoadBalancer {
+        svc.status.load_balancer_ingress.iter().filter(|i| i.ip_mode == IpMode::VIP).map(|i| i.ip).collect()
+    } else {
+        Vec::new()
+    };
+    let node_port = port.node_port.filter(|_| svc.spec.type_.has_node_ports());
+    let externally_accessible = node_port.is_some() || !lb_vips.is_empty() || !svc.spec.external_ips.is_empty();
+    let etp_local = externally_accessible && svc.spec.external_traffic_policy == TrafficPolicy::Local;
+    let itp_local = svc.spec.internal_traffic_policy == TrafficPolicy::Local;
+    let uses_cluster = !itp_local || (externally_accessible && !etp_local);
+    let uses_local = itp_local || (externally_accessible && etp_local);
+    let (cluster_eps, local_eps, reachable, has_endpoints) = categorize(&eps, uses_cluster, uses_local);
+    let uses_cluster_chain = !cluster_eps.is_empty() && uses_cluster;
+    let uses_local_chain = !local_eps.is_empty() && uses_local;
+    let internal_chain = if itp_local { &svl_chain } else { &svc_chain };
+    let has_internal = has_endpoints && !(itp_local && local_eps.is_empty());
+    let external_policy_chain = if etp_local { &svl_chain } else { &svc_chain };
+    let has_external = has_endpoints && !(etp_local && local_eps.is_empty());
+    let uses_ext = has_endpoints && externally_accessible;
+    let uses_fw = has_endpoints && !lb_vips.is_empty() && !svc.spec.load_balancer_source_ranges.is_empty();
+    let lb_chain = if uses_fw { &fw_chain } else { &ext_chain };
+
+    let (internal_filter, external_filter, filter_comment) = if !has_endpoints {
+        (Target::Reject, Target::Reject, format!("{name} has no endpoints"))
+    } else {
+        (Target::Drop, Target::Drop, format!("{name} has no local endpoints"))
+    };
+    let vip = |what: &str, ip: std::net::Ipv4Addr, c: Option<&str>| {
         vec![
-            Match::Comment(format!("{name} {what}")),
+            comment(c.map_or_else(|| format!("{name} {what}"), str::to_string)),
             Match::Protocol(port.protocol),
-            dst(ip),
+            Match::Destination { cidr: Cidr::new(ip, 32), negate: false },
             Match::DestinationPort(port.port),
         ]
     };
 
-    // Without endpoints kube-proxy writes REJECT rules in the filter table
-    // instead; the nat table has nothing for the Service.
-    if !has_endpoints {
-        return ServicePortChains { port_name: name, svc_chain, ext_chain: None, sep_chains };
+    // Declare the nat chains in the order kube-proxy writes them.
+    if uses_ext {
+        nat.ensure_chain(&ext_chain);
+    }
+    if uses_fw {
+        nat.ensure_chain(&fw_chain);
+    }
+    if uses_cluster_chain {
+        nat.ensure_chain(&svc_chain);
+    }
+    if uses_local_chain {
+        nat.ensure_chain(&svl_chain);
+    }
+    let sep_of = |e: &PortEndpoint| endpoint_chain(&name, proto, &e.addr.to_string());
+    for e in &reachable {
+        nat.ensure_chain(&sep_of(e));
     }
 
-    nat.append("KUBE-SERVICES", Rule::new(vip("cluster IP", cluster_ip), Target::Jump(svc_chain.clone())));
-    if let Some(ext) = &ext_chain {
-        for ing in svc.status.load_balancer_ingress.iter().filter(|i| i.ip_mode == IpMode::VIP) {
-            if svc.spec.type_ == ServiceType::LoadBalancer {
-                nat.append("KUBE-SERVICES", Rule::new(vip("loadbalancer IP", ing.ip), Target::Jump(ext.clone())));
-            }
+    // The cluster IP.
+    if has_internal {
+        nat.append("KUBE-SERVICES", Rule::new(vip("cluster IP", cluster_ip, None), jump(internal_chain)));
+    } else {
+        filter.append("KUBE-SERVICES", Rule::new(vip("", cluster_ip, Some(&filter_comment)), internal_filter.clone()));
+    }
+    // External IPs.
+    for ip in &svc.spec.external_ips {
+        if has_endpoints {
+            nat.append("KUBE-SERVICES", Rule::new(vip("external IP", *ip, None), jump(&ext_chain)));
         }
-        if let Some(np) = port.node_port {
-            nat.append(
-                "KUBE-NODEPORTS",
-                Rule::new(vec![Match::Comment(name.clone()), Match::Protocol(port.protocol), Match::DestinationPort(np)], Target::Jump(ext.clone())),
+        if !has_external {
+            filter.append("KUBE-EXTERNAL-SERVICES", Rule::new(vip("", *ip, Some(&filter_comment)), external_filter.clone()));
+        }
+    }
+    // Load balancer IPs (ipMode Proxy balancers are left out upstream).
+    for ip in &lb_vips {
+        if has_endpoints {
+            nat.append("KUBE-SERVICES", Rule::new(vip("loadbalancer IP", *ip, None), jump(lb_chain)));
+        }
+        if uses_fw {
+            let c = format!("{name} traffic not accepted by {fw_chain}");
+            filter.append("KUBE-PROXY-FIREWALL", Rule::new(vip("", *ip, Some(&c)), Target::Drop));
+        }
+    }
+    if !has_external {
+        for ip in &lb_vips {
+            filter.append("KUBE-EXTERNAL-SERVICES", Rule::new(vip("", *ip, Some(&filter_comment)), external_filter.clone()));
+        }
+    }
+    // The node port.
+    if let Some(np) = node_port {
+        if has_endpoints {
+            nat.append("KUBE-NODEPORTS", Rule::new(vec![comment(&name), Match::Protocol(port.protocol), Match::DestinationPort(np)], jump(&ext_chain)));
+        }
+        if !has_external {
+            filter.append(
+                "KUBE-EXTERNAL-SERVICES",
+                Rule::new(
+                    vec![comment(&filter_comment), Match::DstTypeLocal { negate: false }, Match::Protocol(port.protocol), Match::DestinationPort(np)],
+                    external_filter.clone(),
+                ),
             );
         }
-        nat.append(
-            ext,
-            Rule::new(vec![Match::Comment(format!("masquerade traffic for {name} external destinations"))], Target::Jump("KUBE-MARK-MASQ".into())),
-        );
-        nat.append(ext, Rule::new(vec![], Target::Jump(svc_chain.clone())));
     }
-
-    // Off-cluster sources that reach the ClusterIP are masqueraded so the
+    // The health check node port of an externalTrafficPolicy: Local balancer.
+    if let Some(hc) = svc.spec.health_check_node_port.filter(|_| etp_local && svc.spec.type_ == ServiceType::LoadBalancer) {
+        filter.append(
+            "KUBE-NODEPORTS",
+            Rule::new(
+                vec![comment(format!("{name} health check node port")), Match::Protocol(crate::net::Protocol::Tcp), Match::DestinationPort(hc)],
+                Target::Accept,
+            ),
+        );
+    }
+    // Off-cluster sources reaching the cluster IP are masqueraded, so the
     // reply comes back through this node.
-    if let Some(cc) = cfg.cluster_cidr {
-        let mut m = vip("cluster IP", cluster_ip);
-        m.push(Match::Source { cidr: cc, negate: true });
-        nat.append(&svc_chain, Rule::new(m, Target::Jump("KUBE-MARK-MASQ".into())));
-    }
-    let n = endpoints.len();
-    for (i, (ep, sep)) in endpoints.iter().zip(&sep_chains).enumerate() {
-        let mut m = vec![Match::Comment(format!("{name} -> {ep}"))];
-        if i + 1 < n {
-            m.push(Match::Probability(1.0 / (n - i) as f64));
+    if has_internal {
+        if cfg.masquerade_all {
+            nat.append(internal_chain, Rule::new(vip("cluster IP", cluster_ip, None), jump("KUBE-MARK-MASQ")));
+        } else if let Some(cc) = cfg.cluster_cidr {
+            let mut m = vip("cluster IP", cluster_ip, None);
+            m.push(Match::Source { cidr: cc, negate: true });
+            nat.append(internal_chain, Rule::new(m, jump("KUBE-MARK-MASQ")));
         }
-        nat.append(&svc_chain, Rule::new(m, Target::Jump(sep.clone())));
     }
-    for (ep, sep) in endpoints.iter().zip(&sep_chains) {
+    if uses_ext {
+        if !etp_local {
+            nat.append(&ext_chain, Rule::new(vec![comment(format!("masquerade traffic for {name} external destinations"))], jump("KUBE-MARK-MASQ")));
+        } else {
+            if let Some(cc) = cfg.cluster_cidr {
+                // Pods reaching an external address of the Service behave as
+                // if they went out to the balancer and back: Cluster policy.
+                nat.append(
+                    &ext_chain,
+                    Rule::new(vec![comment(format!("pod traffic for {name} external destinations")), Match::Source { cidr: cc, negate: false }], jump(&svc_chain)),
+                );
+            }
+            nat.append(
+                &ext_chain,
+                Rule::new(vec![comment(format!("masquerade LOCAL traffic for {name} external destinations")), Match::SrcTypeLocal { negate: false }], jump("KUBE-MARK-MASQ")),
+            );
+            nat.append(
+                &ext_chain,
+                Rule::new(vec![comment(format!("route LOCAL traffic for {name} external destinations")), Match::SrcTypeLocal { negate: false }], jump(&svc_chain)),
+            );
+        }
+        if has_external {
+            nat.append(&ext_chain, Rule::new(vec![], jump(external_policy_chain)));
+        }
+    }
+    if uses_fw {
+        let c = || comment(format!("{name} loadbalancer IP"));
+        let mut from_node = false;
+        for cidr in &svc.spec.load_balancer_source_ranges {
+            nat.append(&fw_chain, Rule::new(vec![c(), Match::Source { cidr: *cidr, negate: false }], jump(&ext_chain)));
+            from_node |= cidr.contains(node.internal_ip);
+        }
+        if from_node {
+            for ip in &lb_vips {
+                nat.append(&fw_chain, Rule::new(vec![c(), Match::Source { cidr: Cidr::new(*ip, 32), negate: false }], jump(&ext_chain)));
+            }
+        }
+        nat.append(&fw_chain, Rule::new(vec![comment(format!("other traffic to {name} will be dropped by KUBE-PROXY-FIREWALL"))], Target::Nothing));
+    }
+    let affinity = match svc.spec.session_affinity {
+        SessionAffinity::ClientIP { timeout_seconds } => Some(timeout_seconds),
+        SessionAffinity::None => None,
+    };
+    let endpoint_rules = |nat: &mut Table, chain: &str, eps: &[&PortEndpoint]| {
+        if let Some(secs) = affinity {
+            for e in eps {
+                nat.append(
+                    chain,
+                    Rule::new(vec![comment(format!("{name} -> {}", e.addr)), Match::RecentCheck { name: sep_of(e), seconds: secs }], jump(&sep_of(e))),
+                );
+            }
+        }
+        let n = eps.len();
+        for (i, e) in eps.iter().enumerate() {
+            let mut m = vec![comment(format!("{name} -> {}", e.addr))];
+            if i + 1 < n {
+                m.push(Match::Probability(1.0 / (n - i) as f64));
+            }
+            nat.append(chain, Rule::new(m, jump(&sep_of(e))));
+        }
+    };
+    if uses_cluster_chain {
+        endpoint_rules(nat, &svc_chain, &cluster_eps);
+    }
+    if uses_local_chain {
+        endpoint_rules(nat, &svl_chain, &local_eps);
+    }
+    for e in &reachable {
+        let sep = sep_of(e);
         // Hairpin: a Pod that reaches itself through the Service is masqueraded.
-        nat.append(
-            sep,
-            Rule::new(vec![Match::Comment(name.clone()), Match::Source { cidr: Cidr::new(ep.ip, 32), negate: false }], Target::Jump("KUBE-MARK-MASQ".into())),
-        );
-        nat.append(sep, Rule::new(vec![Match::Comment(name.clone()), Match::Protocol(port.protocol)], Target::Dnat(*ep)));
+        nat.append(&sep, Rule::new(vec![comment(&name), Match::Source { cidr: Cidr::new(e.addr.ip, 32), negate: false }], jump("KUBE-MARK-MASQ")));
+        let mut m = vec![comment(&name)];
+        if affinity.is_some() {
+            m.push(Match::RecentSet { name: sep.clone() });
+        }
+        m.push(Match::Protocol(port.protocol));
+        nat.append(&sep, Rule::new(m, Target::Dnat(e.addr)));
     }
-    ServicePortChains { port_name: name, svc_chain, ext_chain, sep_chains }
+    let sep_chains = reachable.iter().map(|e| sep_of(e)).collect();
+    ServicePortChains {
+        port_name: name,
+        svc_chain: if uses_cluster_chain { svc_chain } else { String::new() },
+        svl_chain: uses_local_chain.then_some(svl_chain),
+        ext_chain: uses_ext.then_some(ext_chain),
+        fw_chain: uses_fw.then_some(fw_chain),
+        sep_chains,
+    }
 }
 
 #[cfg(test)]

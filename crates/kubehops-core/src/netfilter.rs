@@ -10,6 +10,7 @@
 use crate::iptables::{Match, RuleRef, Table, Target};
 use crate::net::{Packet, SockAddr};
 use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 
 /// Decides each `-m statistic --mode random` match.
@@ -60,11 +61,23 @@ impl Dice for SeededDice {
     }
 }
 
-/// Facts about the node the walk runs on.
-#[derive(Clone, Debug)]
+/// Facts about the node and the connection the walk needs.
+#[derive(Clone, Debug, Default)]
 pub struct NodeContext {
-    /// Addresses for `-m addrtype --dst-type LOCAL`.
+    /// Addresses for `-m addrtype --dst-type LOCAL` and `--src-type LOCAL`.
     pub local_addrs: Vec<Ipv4Addr>,
+    /// The packet starts a connection (conntrack state NEW).
+    pub ct_new: bool,
+    /// The connection's destination was rewritten (conntrack state DNAT).
+    pub ct_dnat: bool,
+    /// `-m recent` lists: list name → remembered source addresses.
+    pub recent: BTreeMap<String, BTreeSet<Ipv4Addr>>,
+}
+
+impl NodeContext {
+    pub fn new(local_addrs: Vec<Ipv4Addr>) -> NodeContext {
+        NodeContext { local_addrs, ct_new: true, ..Default::default() }
+    }
 }
 
 /// How the walk ended.
@@ -85,11 +98,13 @@ pub struct Walk {
     pub matched: Vec<RuleRef>,
     /// The packet mark after the walk.
     pub mark: u32,
+    /// `-m recent --set` lists the source was added to.
+    pub recent_set: Vec<String>,
 }
 
 /// Walks `table` from the built-in chain `hook` (e.g. `PREROUTING`).
 pub fn walk(table: &Table, hook: &str, pkt: &Packet, mark: u32, ctx: &NodeContext, dice: &mut dyn Dice) -> Walk {
-    let mut w = Walk { verdict: Verdict::Accept, matched: Vec::new(), mark };
+    let mut w = Walk { verdict: Verdict::Accept, matched: Vec::new(), mark, recent_set: Vec::new() };
     // A stack of (chain, next rule index); bounded so a loop in bad rules cannot hang.
     let mut stack: Vec<(String, usize)> = vec![(hook.to_string(), 0)];
     let mut steps = 0;
@@ -111,6 +126,11 @@ pub fn walk(table: &Table, hook: &str, pkt: &Packet, mark: u32, ctx: &NodeContex
         if !rule_matches(&rule.matches, pkt, w.mark, ctx, dice) {
             stack.push((chain_name, idx + 1));
             continue;
+        }
+        for m in &rule.matches {
+            if let Match::RecentSet { name } = m {
+                w.recent_set.push(name.clone());
+            }
         }
         w.matched.push(RuleRef { table: table.name, chain: chain_name.clone(), index: idx });
         match &rule.target {
@@ -148,6 +168,7 @@ pub fn walk(table: &Table, hook: &str, pkt: &Packet, mark: u32, ctx: &NodeContex
                 w.mark ^= v;
                 stack.push((chain_name, idx + 1));
             }
+            Target::Nothing => stack.push((chain_name, idx + 1)),
         }
     }
     w
@@ -170,6 +191,19 @@ fn rule_matches(matches: &[Match], pkt: &Packet, mark: u32, ctx: &NodeContext, d
                 probability = Some(*p);
                 true
             }
+            Match::CtState { states, negate } => {
+                use crate::iptables::CtState;
+                let has = |s: &CtState| match s {
+                    CtState::New => ctx.ct_new,
+                    CtState::Established => !ctx.ct_new,
+                    CtState::Dnat => ctx.ct_dnat,
+                    CtState::Related | CtState::Invalid => false,
+                };
+                states.iter().any(has) != *negate
+            }
+            Match::SrcTypeLocal { negate } => ctx.local_addrs.contains(&pkt.src.ip) != *negate,
+            Match::RecentSet { .. } => true,
+            Match::RecentCheck { name, .. } => ctx.recent.get(name).is_some_and(|l| l.contains(&pkt.src.ip)),
         };
         if !ok {
             return false;
@@ -219,4 +253,65 @@ pub fn reachable_dnat_targets(table: &Table, hook: &str, pkt: &Packet, ctx: &Nod
     out.sort();
     out.dedup();
     out
+}
+
+/// Where a packet enters a node's netfilter hooks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Entry {
+    /// Arrives on an interface: nat PREROUTING, then filter INPUT or FORWARD.
+    Arriving,
+    /// Sent by a process on the node: nat OUTPUT, then filter OUTPUT.
+    Local,
+}
+
+/// A new connection's first packet through one node: the nat table before
+/// routing, the filter table, and nat POSTROUTING.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Traversal {
+    pub nat: Walk,
+    /// The packet after DNAT (if any); the source is not yet masqueraded.
+    pub routed: Packet,
+    /// The filter hook the packet took (`INPUT`, `FORWARD` or `OUTPUT`).
+    pub filter_hook: String,
+    pub filter: Walk,
+    /// `None` when the filter table dropped or rejected the packet.
+    pub post: Option<Walk>,
+}
+
+impl Traversal {
+    /// DROP or REJECT from either table.
+    pub fn refused(&self) -> Option<&Verdict> {
+        [&self.nat.verdict, &self.filter.verdict].into_iter().find(|v| matches!(v, Verdict::Drop | Verdict::Reject))
+    }
+
+    pub fn masquerade(&self) -> bool {
+        self.post.as_ref().is_some_and(|p| p.verdict == Verdict::Masquerade)
+    }
+
+    /// Every rule that matched, table by table, in order.
+    pub fn matched(&self) -> impl Iterator<Item = &RuleRef> {
+        self.nat.matched.iter().chain(&self.filter.matched).chain(self.post.iter().flat_map(|p| p.matched.iter()))
+    }
+}
+
+/// Runs a new connection's first packet through `nat` and `filter`.
+/// `ctx.ct_new` should be true; `ctx.ct_dnat` is set here from the nat walk.
+pub fn traverse(filter: &Table, nat: &Table, entry: Entry, pkt: &Packet, ctx: &NodeContext, dice: &mut dyn Dice) -> Traversal {
+    let nat_hook = if entry == Entry::Local { "OUTPUT" } else { "PREROUTING" };
+    let nat_walk = walk(nat, nat_hook, pkt, 0, ctx, dice);
+    let mut routed = *pkt;
+    let mut ctx2 = ctx.clone();
+    if let Verdict::Dnat(to) = nat_walk.verdict {
+        routed.dst = to;
+        ctx2.ct_dnat = true;
+    }
+    let filter_hook = match entry {
+        Entry::Local => "OUTPUT",
+        Entry::Arriving if ctx.local_addrs.contains(&routed.dst.ip) => "INPUT",
+        Entry::Arriving => "FORWARD",
+    };
+    let filter_walk = walk(filter, filter_hook, &routed, nat_walk.mark, &ctx2, dice);
+    let post = (!matches!(filter_walk.verdict, Verdict::Drop | Verdict::Reject) && filter_hook != "INPUT")
+        .then(|| walk(nat, "POSTROUTING", &routed, filter_walk.mark, &ctx2, dice));
+    Traversal { nat: nat_walk, routed, filter_hook: filter_hook.into(), filter: filter_walk, post }
 }

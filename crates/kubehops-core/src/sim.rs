@@ -14,7 +14,7 @@ use crate::cloud::{CloudProvider, Delivery, LbFlow, LbState, Listener};
 use crate::conntrack::{ConntrackTable, Direction};
 use crate::iptables::{Match, RuleRef, Target};
 use crate::kubeproxy::{sync_node, KubeProxyConfig, NodeRules};
-use crate::netfilter::{reachable_dnat_targets, walk, Dice, NodeContext, Verdict};
+use crate::netfilter::{reachable_dnat_targets, traverse, Dice, Entry, NodeContext, Verdict};
 use crate::net::{Packet, Protocol, SockAddr};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -246,7 +246,7 @@ impl World {
         let rules = &self.rules[node];
         let prefix = format!("{}/{}", self.focus.namespace, self.focus.name);
         let nat = &rules.nat;
-        let line = |chain: &str, i: usize| nat.line_of(&RuleRef { table: nat.name, chain: chain.into(), index: i });
+        let line = |chain: &str, i: usize| rules.line_of(&RuleRef { table: nat.name, chain: chain.into(), index: i });
         let chain_lines = |chain: &str| -> Vec<usize> { nat.chain(chain).map_or(Vec::new(), |c| (0..c.rules.len()).filter_map(|i| line(chain, i)).collect()) };
         let mut out = Vec::new();
         for sp in rules.services.iter().filter(|s| s.port_name == prefix || s.port_name.starts_with(&format!("{prefix}:"))) {
@@ -557,7 +557,7 @@ impl World {
         let node = self.api.nodes[n].clone();
         let name = display_node(&node.name);
         let gateway = node.pod_cidr.and_then(|c| c.nth(1)).unwrap_or(node.internal_ip);
-        let ctx = NodeContext { local_addrs: vec![node.internal_ip, gateway, Ipv4Addr::LOCALHOST] };
+        let ctx = NodeContext::new(vec![node.internal_ip, gateway, Ipv4Addr::LOCALHOST]);
 
         // A packet of a known connection is rewritten from conntrack.
         if let Some((i, dir)) = self.conntrack[n].lookup(pkt) {
@@ -587,23 +587,28 @@ impl World {
             };
         }
 
-        // A new connection walks the nat table.
-        let table = &self.rules[n].nat;
-        let pre = walk(table, "PREROUTING", pkt, 0, &ctx, dice);
-        let mut after = *pkt;
+        // A new connection goes through the nat and filter tables.
+        let rules = &self.rules[n];
+        let t = traverse(&rules.filter, &rules.nat, Entry::Arriving, pkt, &ctx, dice);
+        let mut after = t.routed;
         let mut rewrites = Vec::new();
-        let mut matched: Vec<RuleRef> = pre.matched.clone();
         let mut could_reach = Vec::new();
-        match pre.verdict {
-            Verdict::Dnat(to) => {
-                after.dst = to;
-                rewrites.push(Rewrite { kind: RewriteKind::Dnat, field: Field::Destination, from: pkt.dst, to });
-                could_reach = reachable_dnat_targets(table, "PREROUTING", pkt, &ctx);
-            }
-            Verdict::Drop | Verdict::Reject => {
-                return Step::Drop(format!("{name}'s rules drop {}.", packet_text(pkt)));
-            }
-            Verdict::Accept | Verdict::Masquerade => {}
+        if let Verdict::Dnat(to) = t.nat.verdict {
+            rewrites.push(Rewrite { kind: RewriteKind::Dnat, field: Field::Destination, from: pkt.dst, to });
+            could_reach = reachable_dnat_targets(&rules.nat, "PREROUTING", pkt, &ctx);
+        }
+        let matched: Vec<MatchedRule> =
+            t.matched().filter_map(|r| Some(MatchedRule { line: rules.line_of(r)?, text: rules.rule(r)?.render(&r.chain) })).collect();
+        if let Some(v) = t.refused() {
+            let why = t
+                .filter
+                .matched
+                .last()
+                .and_then(|r| rules.rule(r))
+                .and_then(|r| r.comment().map(str::to_string))
+                .unwrap_or_else(|| "no rule accepts it".into());
+            let what = if *v == Verdict::Reject { "rejects" } else { "drops" };
+            return Step::Drop(format!("{name}'s filter table {what} {}: {why}.", packet_text(pkt)));
         }
         let Some((to, out_addr)) = self.route(n, after.dst.ip) else {
             return Step::Drop(if self.api.config.service_cidr.contains(after.dst.ip) {
@@ -612,19 +617,12 @@ impl World {
                 format!("{name} has no route to {}.", after.dst.ip)
             });
         };
-        let post = walk(&self.rules[n].nat, "POSTROUTING", &after, pre.mark, &ctx, dice);
-        matched.extend(post.matched.clone());
-        if post.verdict == Verdict::Masquerade {
+        if t.masquerade() {
             let from = after.src;
             after.src.ip = out_addr;
             rewrites.push(Rewrite { kind: RewriteKind::Snat, field: Field::Source, from, to: after.src });
         }
         self.conntrack[n].insert(pkt, &after);
-        let table = &self.rules[n].nat;
-        let matched: Vec<MatchedRule> = matched
-            .iter()
-            .filter_map(|r| Some(MatchedRule { line: table.line_of(r)?, text: table.rule(r)?.render(&r.chain) }))
-            .collect();
         let to_name = self.place_name(to);
         let (caption, detail) = if rewrites.is_empty() {
             (format!("forward → {to_name}"), format!("No rule of {name} rewrites {}; it is routed on to {to_name}.", packet_text(pkt)))

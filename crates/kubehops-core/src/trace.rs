@@ -1,14 +1,17 @@
 //! Tracing one packet through one node's rules, as `kubehops trace` reports it.
 //!
-//! The trace walks the nat table from PREROUTING (or OUTPUT for a packet
-//! the node sends itself), then the filter table's hooks the packet passes,
-//! then POSTROUTING. It lists every rule that matched and every endpoint the
+//! The trace runs the packet through the nat table (PREROUTING, or OUTPUT
+//! for a packet the node sends itself), the filter hook it takes, and nat
+//! POSTROUTING, then lists every rule that matched and every endpoint the
 //! random matches could have led to.
 
 use crate::api::Node;
+use crate::iptables::{TableName, Target};
 use crate::kubeproxy::NodeRules;
 use crate::net::{Packet, SockAddr};
+use crate::netfilter::{reachable_dnat_targets, traverse, Entry, FixedDraws, NodeContext, Verdict};
 use serde::{Deserialize, Serialize};
+use std::net::Ipv4Addr;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
@@ -17,9 +20,9 @@ pub enum TraceVerdict {
     Dnat,
     Reject,
     Drop,
-    /// No rule of kube-proxy's touched the packet and it is accepted.
+    /// A kube-proxy rule accepted the packet (a health check node port).
     Accept,
-    /// The packet is not for a Service at all.
+    /// No rule of kube-proxy's decided anything about the packet.
     None,
 }
 
@@ -28,15 +31,44 @@ pub struct TraceResult {
     pub verdict: TraceVerdict,
     /// Every endpoint the packet could be DNATed to, sorted.
     pub targets: Vec<SockAddr>,
-    /// Whether kube-proxy marks the packet for masquerade.
+    /// Whether kube-proxy masquerades the packet.
     pub masquerade: bool,
     /// The rules that matched, as `iptables-save` lines prefixed by their
     /// table (`nat: -A KUBE-SERVICES ...`), in the order they matched.
     pub matched: Vec<String>,
 }
 
+/// The addresses `-m addrtype LOCAL` sees on a node: its InternalIP, the
+/// gateway of its Pod range, and loopback.
+pub fn node_addresses(node: &Node) -> Vec<Ipv4Addr> {
+    let mut a = vec![node.internal_ip];
+    if let Some(gw) = node.pod_cidr.and_then(|c| c.nth(1)) {
+        a.push(gw);
+    }
+    a.push(Ipv4Addr::LOCALHOST);
+    a
+}
+
 /// Traces `pkt` arriving at `node` (or sent by it when `from_node` is set).
 pub fn trace(rules: &NodeRules, node: &Node, pkt: &Packet, from_node: bool) -> TraceResult {
-    let _ = (rules, node, pkt, from_node);
-    TraceResult { verdict: TraceVerdict::None, targets: Vec::new(), masquerade: false, matched: Vec::new() }
+    let ctx = NodeContext::new(node_addresses(node));
+    let entry = if from_node { Entry::Local } else { Entry::Arriving };
+    let t = traverse(&rules.filter, &rules.nat, entry, pkt, &ctx, &mut FixedDraws::new(vec![]));
+    let table = |n: TableName| if n == TableName::Nat { &rules.nat } else { &rules.filter };
+    let matched: Vec<String> =
+        t.matched().filter_map(|r| table(r.table).rule(r).map(|rule| format!("{}: {}", r.table.as_str(), rule.render(&r.chain)))).collect();
+    let accepted = t.filter.matched.iter().any(|r| {
+        r.chain.starts_with("KUBE-") && table(r.table).rule(r).is_some_and(|rule| rule.target == Target::Accept && rule.comment().is_some_and(|c| c.ends_with("health check node port")))
+    });
+    let (verdict, targets) = match (t.refused(), &t.nat.verdict) {
+        (Some(Verdict::Drop), _) => (TraceVerdict::Drop, vec![]),
+        (Some(_), _) => (TraceVerdict::Reject, vec![]),
+        (None, Verdict::Dnat(_)) => {
+            let hook = if from_node { "OUTPUT" } else { "PREROUTING" };
+            (TraceVerdict::Dnat, reachable_dnat_targets(&rules.nat, hook, pkt, &ctx))
+        }
+        (None, _) if accepted => (TraceVerdict::Accept, vec![]),
+        (None, _) => (TraceVerdict::None, vec![]),
+    };
+    TraceResult { verdict, targets, masquerade: t.masquerade(), matched }
 }
