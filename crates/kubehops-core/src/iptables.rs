@@ -226,10 +226,21 @@ pub fn is_builtin(name: &str) -> bool {
 }
 
 /// One table with its chains in creation order.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Table {
     pub name: TableName,
+    /// Add chains with [`Table::ensure_chain`] or [`Table::append`] so the
+    /// name index stays right.
     pub chains: Vec<Chain>,
+    /// Chain name → position, so large rule sets stay fast to build and walk.
+    #[serde(skip)]
+    index: std::collections::HashMap<String, usize>,
+}
+
+impl PartialEq for Table {
+    fn eq(&self, o: &Table) -> bool {
+        self.name == o.name && self.chains == o.chains
+    }
 }
 
 /// Where a rule sits: the position of its line in `iptables-save` output
@@ -243,16 +254,29 @@ pub struct RuleRef {
 
 impl Table {
     pub fn new(name: TableName) -> Table {
-        Table { name, chains: Vec::new() }
+        Table { name, chains: Vec::new(), index: Default::default() }
+    }
+
+    fn position(&self, name: &str) -> Option<usize> {
+        if self.index.len() == self.chains.len() {
+            self.index.get(name).copied()
+        } else {
+            // The index is missing (a deserialised table): search.
+            self.chains.iter().position(|c| c.name == name)
+        }
     }
 
     pub fn chain(&self, name: &str) -> Option<&Chain> {
-        self.chains.iter().find(|c| c.name == name)
+        self.position(name).and_then(|i| self.chains.get(i))
     }
 
     /// Adds a chain if it is missing.
     pub fn ensure_chain(&mut self, name: &str) {
-        if self.chain(name).is_none() {
+        if self.position(name).is_none() {
+            if self.index.len() != self.chains.len() {
+                self.index = self.chains.iter().enumerate().map(|(i, c)| (c.name.clone(), i)).collect();
+            }
+            self.index.insert(name.to_string(), self.chains.len());
             self.chains.push(Chain { name: name.to_string(), rules: Vec::new() });
         }
     }
@@ -260,8 +284,8 @@ impl Table {
     /// Appends a rule, creating the chain if needed (`iptables -A`).
     pub fn append(&mut self, chain: &str, rule: Rule) {
         self.ensure_chain(chain);
-        if let Some(c) = self.chains.iter_mut().find(|c| c.name == chain) {
-            c.rules.push(rule);
+        if let Some(i) = self.position(chain) {
+            self.chains[i].rules.push(rule);
         }
     }
 

@@ -275,15 +275,19 @@ pub fn sync_node(node: &Node, services: &[Service], slices: &[EndpointSlice], cf
         );
     }
 
+    let mut by_service: std::collections::HashMap<(&str, &str), Vec<&EndpointSlice>> = std::collections::HashMap::new();
+    for s in slices {
+        by_service.entry((s.namespace.as_str(), s.service_name.as_str())).or_default().push(s);
+    }
     let mut chains = Vec::new();
     for svc in services {
         if svc.spec.type_ == ServiceType::ExternalName || svc.spec.headless {
             continue;
         }
         let Some(cluster_ip) = svc.spec.cluster_ip else { continue };
-        let slices: Vec<&EndpointSlice> = slices.iter().filter(|s| s.namespace == svc.namespace && s.service_name == svc.name).collect();
+        let slices: &[&EndpointSlice] = by_service.get(&(svc.namespace.as_str(), svc.name.as_str())).map_or(&[], |v| v.as_slice());
         for port in &svc.spec.ports {
-            chains.push(sync_port(&mut filter, &mut nat, node, hostname, svc, port, cluster_ip, &slices, cfg));
+            chains.push(sync_port(&mut filter, &mut nat, node, hostname, svc, port, cluster_ip, slices, cfg));
         }
     }
 
