@@ -619,7 +619,9 @@ impl World {
         };
         if t.masquerade() {
             let from = after.src;
-            after.src.ip = out_addr;
+            // MASQUERADE --random-fully draws a fresh source port; here it
+            // is derived from the connection so the story repeats.
+            after.src = SockAddr::new(out_addr, masquerade_port(n, pkt));
             rewrites.push(Rewrite { kind: RewriteKind::Snat, field: Field::Source, from, to: after.src });
         }
         self.conntrack[n].insert(pkt, &after);
@@ -694,6 +696,13 @@ impl PacketHop {
     fn plain(p: Packet) -> PacketHop {
         PacketHop { before: p, after: p, rewrites: vec![], decided_on: None, matched: vec![], by_conntrack: false, could_reach: vec![] }
     }
+}
+
+/// A source port in 1024–65535, stable for one node and connection.
+fn masquerade_port(node: usize, pkt: &Packet) -> u16 {
+    let key = format!("{node}|{}|{}", pkt.src, pkt.dst);
+    let h = key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    1024 + (h % 64512) as u16
 }
 
 /// `node-2` → `Node-2`, as the explainer labels nodes.
