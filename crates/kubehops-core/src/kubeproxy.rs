@@ -229,7 +229,9 @@ pub fn sync_node(node: &Node, services: &[Service], slices: &[EndpointSlice], cf
     let hostname = cfg.hostname_override.as_deref().unwrap_or(&node.name);
     let mut filter = Table::new(TableName::Filter);
     let mut nat = Table::new(TableName::Nat);
-    for c in ["INPUT", "FORWARD", "OUTPUT", "KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES", "KUBE-FORWARD", "KUBE-NODEPORTS", "KUBE-PROXY-FIREWALL"] {
+    // KUBE-PROXY-CANARY is the empty chain kube-proxy watches to notice a
+    // flush of its tables; it exists in both tables before the first sync.
+    for c in ["INPUT", "FORWARD", "OUTPUT", "KUBE-PROXY-CANARY", "KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES", "KUBE-FORWARD", "KUBE-NODEPORTS", "KUBE-PROXY-FIREWALL"] {
         filter.ensure_chain(c);
     }
     if cfg.localhost_node_ports {
@@ -248,7 +250,7 @@ pub fn sync_node(node: &Node, services: &[Service], slices: &[EndpointSlice], cf
         }
         filter.append(chain, Rule::new(m, jump(target)));
     }
-    for c in ["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING", "KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-POSTROUTING", "KUBE-MARK-MASQ"] {
+    for c in ["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING", "KUBE-PROXY-CANARY", "KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-POSTROUTING", "KUBE-MARK-MASQ"] {
         nat.ensure_chain(c);
     }
     nat.append("PREROUTING", Rule::new(vec![comment("kubernetes service portals")], jump("KUBE-SERVICES")));
