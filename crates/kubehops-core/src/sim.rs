@@ -724,3 +724,73 @@ fn rule_addr(m: &[Match]) -> Option<SockAddr> {
     let port = m.iter().find_map(|x| if let Match::DestinationPort(p) = x { Some(*p) } else { None })?;
     Some(SockAddr::new(ip, port))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::TrafficPolicy;
+    use crate::net::ip;
+    use crate::netfilter::FixedDraws;
+    use crate::walkthrough::nodeport_cluster;
+
+    fn web(w: &World) -> Service {
+        w.api.service("default", "web").cloned().expect("web exists")
+    }
+
+    #[test]
+    fn a_cluster_ip_is_unreachable_from_outside() {
+        let mut w = nodeport_cluster();
+        let cip = web(&w).spec.cluster_ip.unwrap();
+        let out = w.connect(SockAddr::new(cip, 80), &mut FixedDraws::new(vec![]), 0, Delivery::NodePort);
+        assert!(matches!(out, Outcome::Dropped { at: Place::Laptop, .. }), "{out:?}");
+        let hops = w.take_trace();
+        assert_eq!(hops.len(), 1);
+        assert_eq!(hops[0].0.kind, HopKind::Dropped);
+    }
+
+    #[test]
+    fn local_policy_drops_at_a_node_without_a_pod_and_keeps_the_client_ip_elsewhere() {
+        let mut w = nodeport_cluster();
+        let mut s = web(&w);
+        s.spec.type_ = ServiceType::NodePort;
+        s.spec.ports[0].node_port = Some(31000);
+        s.spec.external_traffic_policy = TrafficPolicy::Local;
+        w.kubectl_apply(s).unwrap();
+        w.take_trace();
+        // Node-2 runs no web Pod: its filter table drops the connection.
+        let out = w.connect(SockAddr::new(ip(10, 0, 0, 12), 31000), &mut FixedDraws::new(vec![]), 0, Delivery::NodePort);
+        match out {
+            Outcome::Dropped { at: Place::Node(1), reason } => assert!(reason.contains("has no local endpoints"), "{reason}"),
+            other => panic!("expected a drop on Node-2, got {other:?}"),
+        }
+        // Node-3 has one: the Pod sees the laptop's own address.
+        w.take_trace();
+        let out = w.connect(SockAddr::new(ip(10, 0, 0, 13), 31000), &mut FixedDraws::new(vec![]), 0, Delivery::NodePort);
+        assert_eq!(out, Outcome::Answered { server: SockAddr::new(ip(10, 0, 0, 13), 31000) });
+        let hops = w.take_trace();
+        let to_pod = hops.iter().find(|(h, _)| matches!(h.to, Place::Pod(_))).expect("reaches the Pod");
+        let p = to_pod.0.packet.as_ref().unwrap();
+        assert_eq!(p.after.src.ip, w.client, "no SNAT under Local policy");
+        assert_eq!(p.could_reach, vec![SockAddr::new(ip(10, 244, 3, 9), 8080)], "only the local Pod");
+    }
+
+    #[test]
+    fn conntrack_reverses_exactly_what_the_rules_did() {
+        let mut w = nodeport_cluster();
+        let mut s = web(&w);
+        s.spec.type_ = ServiceType::NodePort;
+        s.spec.ports[0].node_port = Some(31000);
+        w.kubectl_apply(s).unwrap();
+        w.take_trace();
+        for draw in [0.1, 0.9] {
+            let dst = SockAddr::new(ip(10, 0, 0, 12), 31000);
+            let out = w.connect(dst, &mut FixedDraws::new(vec![draw]), 0, Delivery::NodePort);
+            assert_eq!(out, Outcome::Answered { server: dst }, "the client sees the address it dialled");
+            let hops = w.take_trace();
+            let first = hops.first().unwrap().0.packet.clone().unwrap();
+            let last = hops.last().unwrap().0.packet.clone().unwrap();
+            assert_eq!(last.after, first.after.reversed());
+        }
+        assert_eq!(w.conntrack[1].entries.len(), 2, "one entry per connection on Node-2");
+    }
+}
