@@ -432,6 +432,269 @@ fn stable_hash(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
+// ---------------------------------------------------------------------
+// Services read from files.
+//
+// `kubehops` reads Services that a real API server already admitted (from
+// `kubectl get -o yaml`) or that someone wrote by hand. These checks are
+// the API server's create-time checks that need no stored state, plus the
+// allocators' range and conflict checks across the set; what is missing
+// is allocated as `apply_service` would.
+
+/// The create-time checks of one Service read from a file, with the API
+/// server's field paths and wording. Node ports (and the health check node
+/// port) must lie in `node_port_range`. Given cluster IPs are not checked
+/// against a service range, since the file does not say which one the
+/// cluster used.
+pub fn validate_stored_service(svc: &Service, node_port_range: PortRange) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    let spec = &svc.spec;
+    if svc.name.is_empty() {
+        out.push(FieldError {
+            field: "metadata.name".into(),
+            kind: FieldErrorKind::Required,
+            value: None,
+            detail: "name or generateName is required".into(),
+        });
+    }
+    for detail in dns1035_label_errors(&svc.name).into_iter().filter(|_| !svc.name.is_empty()) {
+        out.push(invalid_str("metadata.name", &svc.name, detail));
+    }
+    for detail in dns1123_label_errors(&svc.namespace) {
+        out.push(invalid_str("metadata.namespace", &svc.namespace, detail));
+    }
+    // A headless Service may have no ports; `validate_static` does not know that.
+    out.extend(validate_static(svc).into_iter().filter(|e| !(spec.headless && e.field == "spec.ports" && e.kind == FieldErrorKind::Required)));
+    let mut names = BTreeSet::new();
+    for (i, p) in spec.ports.iter().enumerate() {
+        if let Some(n) = p.name.as_deref().filter(|n| !n.is_empty()) {
+            for detail in dns1123_label_errors(n) {
+                out.push(invalid_str(&format!("spec.ports[{i}].name"), n, detail));
+            }
+            if !names.insert(n) {
+                out.push(invalid_str(&format!("spec.ports[{i}].name"), n, "duplicate port name".into()));
+            }
+        }
+    }
+    match spec.type_ {
+        ServiceType::NodePort | ServiceType::LoadBalancer if spec.headless => out.push(FieldError {
+            field: "spec.clusterIPs[0]".into(),
+            kind: FieldErrorKind::Invalid,
+            value: Some("\"None\"".into()),
+            detail: format!("may not be set to 'None' for {} services", spec.type_.as_str()),
+        }),
+        ServiceType::ExternalName => {
+            if spec.headless || spec.cluster_ip.is_some() {
+                out.push(FieldError {
+                    field: "spec.clusterIPs".into(),
+                    kind: FieldErrorKind::Forbidden,
+                    value: None,
+                    detail: "may not be set for ExternalName services".into(),
+                });
+            }
+            // The name may end with a dot to say it is fully qualified.
+            let name = spec.external_name.as_deref().unwrap_or("").trim_end_matches('.');
+            if name.is_empty() {
+                out.push(FieldError { field: "spec.externalName".into(), kind: FieldErrorKind::Required, value: None, detail: "".into() });
+            }
+            for detail in dns1123_subdomain_errors(name).into_iter().filter(|_| !name.is_empty()) {
+                out.push(invalid_str("spec.externalName", name, detail));
+            }
+        }
+        _ => {}
+    }
+    if spec.type_.has_node_ports() {
+        let mut seen = BTreeSet::new();
+        for (i, p) in spec.ports.iter().enumerate() {
+            let Some(np) = p.node_port else { continue };
+            let field = format!("spec.ports[{i}].nodePort");
+            if !node_port_range.contains(np) {
+                out.push(FieldError {
+                    field,
+                    kind: FieldErrorKind::Invalid,
+                    value: Some(np.to_string()),
+                    detail: format!("provided port is not in the valid range. The range of valid ports is {node_port_range}"),
+                });
+            } else if !seen.insert((p.protocol, np)) {
+                out.push(FieldError { field, kind: FieldErrorKind::Invalid, value: Some(np.to_string()), detail: "provided port is already allocated".into() });
+            }
+        }
+    }
+    if let Some(hc) = spec.health_check_node_port.filter(|hc| !node_port_range.contains(*hc)) {
+        out.push(FieldError {
+            field: "spec.healthCheckNodePort".into(),
+            kind: FieldErrorKind::Invalid,
+            value: Some(hc.to_string()),
+            detail: format!("provided port is not in the valid range. The range of valid ports is {node_port_range}"),
+        });
+    }
+    if let crate::api::SessionAffinity::ClientIP { timeout_seconds } = spec.session_affinity {
+        if timeout_seconds == 0 || timeout_seconds > 86400 {
+            out.push(FieldError {
+                field: "spec.sessionAffinityConfig.clientIP.timeoutSeconds".into(),
+                kind: FieldErrorKind::Invalid,
+                value: Some(timeout_seconds.to_string()),
+                detail: "must be greater than 0 and less than 86400".into(),
+            });
+        }
+    }
+    out
+}
+
+/// Admits a set of Services read from files, in the order given: each is
+/// validated, a cluster IP or node port claimed by two Services is refused
+/// for the second, and cluster IPs and node ports left out are allocated
+/// from `config` as `apply_service` allocates them (deterministically).
+/// Status is kept as read. The first Service with a problem is reported.
+pub fn admit_stored_services(services: Vec<Service>, config: &ApiServerConfig) -> Result<Vec<Service>, ApiError> {
+    let err = |svc: &Service, causes: Vec<FieldError>| ApiError { kind: "Service".into(), name: svc.name.clone(), causes };
+    let mut api = ApiServer::new(config.clone());
+    // Given addresses and ports first, so allocation avoids all of them.
+    for svc in &services {
+        let causes = validate_stored_service(svc, config.node_port_range);
+        if !causes.is_empty() {
+            return Err(err(svc, causes));
+        }
+        let mut causes = Vec::new();
+        if let Some(ip) = svc.spec.cluster_ip.filter(|_| svc.spec.type_ != ServiceType::ExternalName) {
+            if !api.cluster_ips.insert(ip) && !is_reserved(config, ip) {
+                causes.push(FieldError {
+                    field: "spec.clusterIPs".into(),
+                    kind: FieldErrorKind::Invalid,
+                    value: Some(format!("[]string{{\"{ip}\"}}")),
+                    detail: format!("failed to allocate IP {ip}: provided IP is already allocated"),
+                });
+            }
+        }
+        if svc.spec.type_.has_node_ports() {
+            for (i, p) in svc.spec.ports.iter().enumerate() {
+                if let Some(np) = p.node_port {
+                    if !api.node_ports.insert((p.protocol, np)) {
+                        causes.push(FieldError {
+                            field: format!("spec.ports[{i}].nodePort"),
+                            kind: FieldErrorKind::Invalid,
+                            value: Some(np.to_string()),
+                            detail: "provided port is already allocated".into(),
+                        });
+                    }
+                }
+            }
+        }
+        if !causes.is_empty() {
+            return Err(err(svc, causes));
+        }
+    }
+    let mut out = Vec::with_capacity(services.len());
+    for mut svc in services {
+        let key = svc.object_ref();
+        let wants_ip = svc.spec.type_ != ServiceType::ExternalName && !svc.spec.headless;
+        if wants_ip && svc.spec.cluster_ip.is_none() {
+            match api.next_cluster_ip(&key) {
+                Some(ip) => {
+                    api.cluster_ips.insert(ip);
+                    svc.spec.cluster_ip = Some(ip);
+                }
+                None => {
+                    let cause = FieldError {
+                        field: "spec.clusterIPs".into(),
+                        kind: FieldErrorKind::Invalid,
+                        value: Some("[]string{}".into()),
+                        detail: "failed to allocate a serviceIP: range is full".into(),
+                    };
+                    return Err(err(&svc, vec![cause]));
+                }
+            }
+        }
+        if svc.spec.type_.has_node_ports() {
+            for i in 0..svc.spec.ports.len() {
+                if svc.spec.ports[i].node_port.is_some() {
+                    continue;
+                }
+                let proto = svc.spec.ports[i].protocol;
+                match api.next_node_port(&key, i, proto, &BTreeSet::new()) {
+                    Some(np) => {
+                        api.node_ports.insert((proto, np));
+                        svc.spec.ports[i].node_port = Some(np);
+                    }
+                    None => {
+                        let cause = FieldError {
+                            field: format!("spec.ports[{i}].nodePort"),
+                            kind: FieldErrorKind::Invalid,
+                            value: Some("0".into()),
+                            detail: "failed to allocate a nodePort: range is full".into(),
+                        };
+                        return Err(err(&svc, vec![cause]));
+                    }
+                }
+            }
+        }
+        out.push(svc);
+    }
+    Ok(out)
+}
+
+/// The two addresses `ApiServer::new` holds back (the network address and
+/// the `kubernetes` Service's); a file may well contain the latter.
+fn is_reserved(config: &ApiServerConfig, ip: Ipv4Addr) -> bool {
+    config.service_cidr.nth(0) == Some(ip) || config.service_cidr.nth(1) == Some(ip)
+}
+
+/// A string value as the API server quotes it in an error.
+fn invalid_str(field: &str, value: &str, detail: String) -> FieldError {
+    FieldError { field: field.into(), kind: FieldErrorKind::Invalid, value: Some(format!("{value:?}")), detail }
+}
+
+const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+
+/// `[a-z0-9]([-a-z0-9]*[a-z0-9])?`
+fn is_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    let inner = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-';
+    let edge = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    match (b.first(), b.last()) {
+        (Some(f), Some(l)) => edge(f) && edge(l) && b.iter().all(inner),
+        _ => false,
+    }
+}
+
+/// Problems with a DNS-1123 label (port names, namespaces), in the API server's words.
+pub fn dns1123_label_errors(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if s.len() > 63 {
+        out.push("must be no more than 63 characters".into());
+    }
+    if !is_label(s) {
+        out.push(DNS1123_LABEL_MSG.into());
+    }
+    out
+}
+
+/// Problems with a DNS-1123 subdomain (external names), in the API server's words.
+pub fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if s.len() > 253 {
+        out.push("must be no more than 253 characters".into());
+    }
+    if !s.split('.').all(is_label) {
+        out.push(DNS1123_SUBDOMAIN_MSG.into());
+    }
+    out
+}
+
+/// Problems with a DNS-1035 label (Service names), in the API server's words.
+pub fn dns1035_label_errors(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if s.len() > 63 {
+        out.push("must be no more than 63 characters".into());
+    }
+    if !is_label(s) || !s.starts_with(|c: char| c.is_ascii_lowercase()) {
+        out.push(DNS1035_LABEL_MSG.into());
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -578,5 +841,100 @@ mod tests {
         assert_eq!(ips, ["10.244.1.5:true", "10.244.2.2:false", "10.244.3.9:true"]);
         let ready: Vec<String> = slice.ready_addrs(None).iter().map(|(a, _)| a.to_string()).collect();
         assert_eq!(ready, ["10.244.1.5:8080", "10.244.3.9:8080"]);
+    }
+}
+
+#[cfg(test)]
+mod stored_service_tests {
+    use super::*;
+    use crate::api::{ServicePort, ServiceSpec};
+    use crate::net::ip;
+
+    fn svc(name: &str, type_: ServiceType) -> Service {
+        Service {
+            name: name.into(),
+            namespace: "default".into(),
+            spec: ServiceSpec {
+                type_,
+                ports: vec![ServicePort { name: None, protocol: Protocol::Tcp, port: 80, target_port: 8080, node_port: None }],
+                ..Default::default()
+            },
+            status: Default::default(),
+            created: None,
+        }
+    }
+
+    fn message(svc: Service) -> String {
+        admit_stored_services(vec![svc], &ApiServerConfig::default()).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn range_names_and_type_combinations_are_checked() {
+        let mut s = svc("web", ServiceType::NodePort);
+        s.spec.ports[0].node_port = Some(29000);
+        assert_eq!(
+            message(s),
+            "Service \"web\" is invalid: spec.ports[0].nodePort: Invalid value: 29000: provided port is not in the valid range. The range of valid ports is 30000-32767"
+        );
+        let mut s = svc("web", ServiceType::LoadBalancer);
+        s.spec.headless = true;
+        assert_eq!(message(s), "Service \"web\" is invalid: spec.clusterIPs[0]: Invalid value: \"None\": may not be set to 'None' for LoadBalancer services");
+        assert!(message(svc("Web", ServiceType::ClusterIP)).starts_with("Service \"Web\" is invalid: metadata.name: Invalid value: \"Web\": a DNS-1035 label"));
+        let mut s = svc("docs", ServiceType::ExternalName);
+        s.spec.external_name = Some("Not_A_Name".into());
+        assert!(message(s).contains("spec.externalName: Invalid value: \"Not_A_Name\": a lowercase RFC 1123 subdomain"));
+        let s = svc("docs", ServiceType::ExternalName);
+        let e = admit_stored_services(vec![s], &ApiServerConfig::default()).unwrap_err();
+        assert_eq!((e.causes[0].field.as_str(), e.causes[0].kind, e.causes.len()), ("spec.externalName", FieldErrorKind::Required, 1));
+        let mut s = svc("docs", ServiceType::ExternalName);
+        s.spec.external_name = Some("docs.example.com.".into());
+        s.spec.cluster_ip = Some(ip(10, 96, 0, 9));
+        assert_eq!(message(s), "Service \"docs\" is invalid: spec.clusterIPs: Forbidden: may not be set for ExternalName services");
+    }
+
+    #[test]
+    fn headless_services_need_no_ports_or_address() {
+        let mut s = svc("db", ServiceType::ClusterIP);
+        s.spec.headless = true;
+        s.spec.ports.clear();
+        let out = admit_stored_services(vec![s], &ApiServerConfig::default()).unwrap();
+        assert_eq!(out[0].spec.cluster_ip, None);
+    }
+
+    #[test]
+    fn conflicts_across_files_are_refused_and_gaps_allocated() {
+        let mut a = svc("a", ServiceType::NodePort);
+        a.spec.cluster_ip = Some(ip(10, 96, 0, 50));
+        a.spec.ports[0].node_port = Some(31000);
+        let mut b = svc("b", ServiceType::NodePort);
+        b.spec.ports[0].node_port = Some(31000);
+        let e = admit_stored_services(vec![a.clone(), b], &ApiServerConfig::default()).unwrap_err();
+        assert_eq!(e.to_string(), "Service \"b\" is invalid: spec.ports[0].nodePort: Invalid value: 31000: provided port is already allocated");
+        let mut c = svc("c", ServiceType::ClusterIP);
+        c.spec.cluster_ip = Some(ip(10, 96, 0, 50));
+        let e = admit_stored_services(vec![a.clone(), c], &ApiServerConfig::default()).unwrap_err();
+        assert!(e.to_string().ends_with("failed to allocate IP 10.96.0.50: provided IP is already allocated"), "{e}");
+
+        let d = svc("d", ServiceType::LoadBalancer);
+        let out = admit_stored_services(vec![a, d], &ApiServerConfig::default()).unwrap();
+        let ip = out[1].spec.cluster_ip.expect("allocated");
+        assert_ne!(ip, ip_of(&out[0]));
+        let np = out[1].spec.ports[0].node_port.expect("allocated");
+        assert!(PortRange::DEFAULT.contains(np) && np != 31000);
+    }
+
+    fn ip_of(s: &Service) -> Ipv4Addr {
+        s.spec.cluster_ip.unwrap()
+    }
+
+    #[test]
+    fn dns_name_rules() {
+        assert!(dns1123_label_errors("http-2").is_empty());
+        assert_eq!(dns1123_label_errors("-x").len(), 1);
+        assert_eq!(dns1123_label_errors(&"a".repeat(64)), ["must be no more than 63 characters"]);
+        assert!(dns1123_subdomain_errors("docs.example.com").is_empty());
+        assert!(!dns1123_subdomain_errors("docs..example.com").is_empty());
+        assert!(dns1035_label_errors("web").is_empty());
+        assert!(!dns1035_label_errors("1web").is_empty());
     }
 }

@@ -1,6 +1,13 @@
 //! kubectl's table output for Services, byte for byte: the same columns,
 //! the same padding (a tabwriter with minimum width 6 and padding 3), and
-//! the same placeholders (`<none>`, `<pending>`).
+//! the same placeholders (`<none>`, `<pending>`, `<unknown>`).
+//!
+//! The cells follow kubectl's Service printer: CLUSTER-IP is the first
+//! cluster IP (`None` for a headless Service, `<none>` without one);
+//! EXTERNAL-IP is the external name for ExternalName, `spec.externalIPs`
+//! for ClusterIP and NodePort, and the balancer's ingress addresses (sorted,
+//! cut to 16 characters unless wide) followed by `spec.externalIPs` for
+//! LoadBalancer.
 
 use crate::api::{Service, ServiceType};
 
@@ -16,24 +23,96 @@ pub fn get_services(services: &[(&Service, u64)], now: u64, wide: bool) -> Strin
     }
     let mut rows: Vec<Vec<String>> = vec![header.into_iter().map(String::from).collect()];
     for (svc, created) in services {
-        let mut row = vec![
-            svc.name.clone(),
-            svc.spec.type_.as_str().to_string(),
-            svc.spec.cluster_ip.map_or("None".to_string(), |ip| ip.to_string()),
-            external_ip(svc, wide),
-            ports(svc),
-            human_duration(now.saturating_sub(*created)),
-        ];
-        if wide {
-            row.push(if svc.spec.selector.is_empty() {
-                "<none>".into()
-            } else {
-                svc.spec.selector.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
-            });
+        rows.push(service_row(svc, human_duration(now.saturating_sub(*created)), wide));
+    }
+    tabulate(&rows)
+}
+
+/// Which namespaces `kubectl get` lists: `-n NAMESPACE` or `-A`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Namespaces<'a> {
+    Only(&'a str),
+    All,
+}
+
+/// What `kubectl get` writes: the table goes to stdout; when nothing
+/// matched, kubectl writes its notice to stderr and nothing to stdout.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GetOutput {
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// `kubectl get svc [-n NS | -A] [-o wide]` over these Services at `now`
+/// (seconds since the Unix epoch). Ages come from each Service's
+/// `created`; without one the age is `<unknown>`. Rows are in the order the
+/// API server lists them: by namespace, then by name. With `-A` a NAMESPACE
+/// column comes first.
+pub fn get_svc(services: &[Service], namespaces: Namespaces<'_>, now: i64, wide: bool) -> GetOutput {
+    let mut chosen: Vec<&Service> = services
+        .iter()
+        .filter(|s| match namespaces {
+            Namespaces::Only(ns) => s.namespace == ns,
+            Namespaces::All => true,
+        })
+        .collect();
+    if chosen.is_empty() {
+        let stderr = match namespaces {
+            Namespaces::Only(ns) => format!("No resources found in {ns} namespace.\n"),
+            Namespaces::All => "No resources found\n".to_string(),
+        };
+        return GetOutput { stdout: String::new(), stderr };
+    }
+    chosen.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    let all = namespaces == Namespaces::All;
+    let mut header = Vec::new();
+    if all {
+        header.push("NAMESPACE");
+    }
+    header.extend(["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"]);
+    if wide {
+        header.push("SELECTOR");
+    }
+    let mut rows: Vec<Vec<String>> = vec![header.into_iter().map(String::from).collect()];
+    for svc in chosen {
+        let mut row = service_row(svc, age(svc.created, now), wide);
+        if all {
+            row.insert(0, svc.namespace.clone());
         }
         rows.push(row);
     }
-    tabulate(&rows)
+    GetOutput { stdout: tabulate(&rows), stderr: String::new() }
+}
+
+/// The AGE cell: `<unknown>` without a creation time, `<invalid>` for a
+/// time more than a second in the future (clock skew up to that is shown
+/// as `0s`), else the short duration.
+pub fn age(created: Option<i64>, now: i64) -> String {
+    let Some(created) = created else { return "<unknown>".into() };
+    let secs = now.saturating_sub(created);
+    if secs < -1 {
+        "<invalid>".into()
+    } else {
+        human_duration(secs.max(0) as u64)
+    }
+}
+
+/// One row of the Service table, without the NAMESPACE column.
+fn service_row(svc: &Service, age: String, wide: bool) -> Vec<String> {
+    let cluster_ip = match svc.spec.cluster_ip {
+        _ if svc.spec.headless => "None".to_string(),
+        Some(ip) => ip.to_string(),
+        None => "<none>".to_string(),
+    };
+    let mut row = vec![svc.name.clone(), svc.spec.type_.as_str().to_string(), cluster_ip, external_ip(svc, wide), ports(svc), age];
+    if wide {
+        row.push(if svc.spec.selector.is_empty() {
+            "<none>".into()
+        } else {
+            svc.spec.selector.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+        });
+    }
+    row
 }
 
 /// Aligns cells as Go's tabwriter does for kubectl: each column is as wide
@@ -58,22 +137,38 @@ pub fn tabulate(rows: &[Vec<String>]) -> String {
 }
 
 fn external_ip(svc: &Service, wide: bool) -> String {
+    let external: Vec<String> = svc.spec.external_ips.iter().map(|ip| ip.to_string()).collect();
     match svc.spec.type_ {
+        ServiceType::ClusterIP | ServiceType::NodePort => {
+            if external.is_empty() {
+                "<none>".into()
+            } else {
+                external.join(",")
+            }
+        }
         ServiceType::LoadBalancer => {
+            // The ingress addresses as a sorted set, cut before the
+            // external IPs are appended.
             let mut ips: Vec<String> = svc.status.load_balancer_ingress.iter().map(|i| i.ip.to_string()).collect();
             ips.sort();
             ips.dedup();
             let mut s = ips.join(",");
-            if s.is_empty() {
-                return "<pending>".into();
-            }
             if !wide && s.len() > 16 {
                 s.truncate(13);
                 s.push_str("...");
             }
-            s
+            if !external.is_empty() {
+                let mut all: Vec<String> = if s.is_empty() { Vec::new() } else { s.split(',').map(String::from).collect() };
+                all.extend(external);
+                return all.join(",");
+            }
+            if s.is_empty() {
+                "<pending>".into()
+            } else {
+                s
+            }
         }
-        _ => "<none>".into(),
+        ServiceType::ExternalName => svc.spec.external_name.clone().unwrap_or_default(),
     }
 }
 
@@ -173,6 +268,71 @@ mod tests {
             vec![LoadBalancerIngress { ip: ip(203, 0, 113, 70), ip_mode: IpMode::VIP }, LoadBalancerIngress { ip: ip(198, 51, 100, 9), ip_mode: IpMode::VIP }];
         assert!(get_services(&[(&lb, 0)], 5, false).contains(" 198.51.100.9,... "));
         assert!(get_services(&[(&lb, 0)], 5, true).contains(" 198.51.100.9,203.0.113.70 "));
+    }
+
+    fn in_ns(mut s: Service, ns: &str, name: &str) -> Service {
+        s.namespace = ns.into();
+        s.name = name.into();
+        s
+    }
+
+    #[test]
+    fn namespaces_sorting_and_empty_notices() {
+        let a = in_ns(web(ServiceType::ClusterIP), "prod", "api");
+        let b = in_ns(web(ServiceType::ClusterIP), "default", "zeta");
+        let c = in_ns(web(ServiceType::ClusterIP), "default", "alpha");
+        let all = [a, b, c];
+        let out = get_svc(&all, Namespaces::All, 90, false);
+        assert_eq!(out.stderr, "");
+        let names: Vec<&str> = out.stdout.lines().map(|l| l.split_whitespace().take(2).last().unwrap_or("")).collect();
+        assert_eq!(names, ["NAME", "alpha", "zeta", "api"]);
+        assert!(out.stdout.starts_with("NAMESPACE   NAME    TYPE "), "{}", out.stdout);
+        let one = get_svc(&all, Namespaces::Only("default"), 90, false);
+        assert!(one.stdout.starts_with("NAME    TYPE "), "{}", one.stdout);
+        assert_eq!(one.stdout.lines().count(), 3);
+        assert_eq!(get_svc(&all, Namespaces::Only("kube-system"), 0, false), GetOutput { stdout: String::new(), stderr: "No resources found in kube-system namespace.\n".into() });
+        assert_eq!(get_svc(&[], Namespaces::All, 0, false).stderr, "No resources found\n");
+    }
+
+    #[test]
+    fn headless_external_name_and_external_ips() {
+        let mut h = web(ServiceType::ClusterIP);
+        h.spec.cluster_ip = None;
+        h.spec.headless = true;
+        h.spec.ports[0].node_port = None;
+        let mut x = in_ns(web(ServiceType::ExternalName), "default", "docs");
+        x.spec.cluster_ip = None;
+        x.spec.ports.clear();
+        x.spec.selector.clear();
+        x.spec.external_name = Some("docs.example.com".into());
+        let mut e = in_ns(web(ServiceType::NodePort), "default", "edge");
+        e.spec.external_ips = vec![ip(192, 0, 2, 10), ip(192, 0, 2, 11)];
+        let mut lb = in_ns(web(ServiceType::LoadBalancer), "default", "lb");
+        lb.spec.external_ips = vec![ip(192, 0, 2, 10)];
+        lb.status.load_balancer_ingress =
+            vec![LoadBalancerIngress { ip: ip(203, 0, 113, 70), ip_mode: IpMode::VIP }, LoadBalancerIngress { ip: ip(198, 51, 100, 9), ip_mode: IpMode::VIP }];
+        let mut pending = in_ns(web(ServiceType::LoadBalancer), "default", "pending");
+        pending.spec.external_ips = vec![ip(192, 0, 2, 12)];
+        let out = get_svc(&[h, x, e, lb, pending], Namespaces::Only("default"), 30, true).stdout;
+        let rows: Vec<Vec<&str>> = out.lines().map(|l| l.split_whitespace().collect()).collect();
+        assert_eq!(rows[1], ["docs", "ExternalName", "<none>", "docs.example.com", "<none>", "30s", "<none>"]);
+        assert_eq!(rows[2], ["edge", "NodePort", "10.96.17.80", "192.0.2.10,192.0.2.11", "80:31000/TCP", "30s", "app=web"]);
+        assert_eq!(rows[3][3], "198.51.100.9,203.0.113.70,192.0.2.10");
+        assert_eq!(rows[4][3], "192.0.2.12", "external IPs replace <pending>");
+        assert_eq!(rows[5], ["web", "ClusterIP", "None", "<none>", "80/TCP", "30s", "app=web"]);
+        let narrow = get_svc(&[in_ns(web(ServiceType::LoadBalancer), "default", "lb")], Namespaces::Only("default"), 0, false);
+        assert!(narrow.stdout.contains("<pending>"));
+    }
+
+    #[test]
+    fn unknown_and_future_ages() {
+        assert_eq!(age(None, 100), "<unknown>");
+        assert_eq!(age(Some(101), 100), "0s");
+        assert_eq!(age(Some(102), 100), "<invalid>");
+        assert_eq!(age(Some(0), 3600), "60m");
+        let mut s = web(ServiceType::ClusterIP);
+        s.created = None;
+        assert!(get_svc(&[s], Namespaces::All, 5, false).stdout.contains(" <unknown>\n"));
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod api;
 pub mod apiserver;
 pub mod cloud;
 pub mod conntrack;
+pub mod dns;
 pub mod hash;
 pub mod iptables;
 pub mod kubectl;

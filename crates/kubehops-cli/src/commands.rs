@@ -1,0 +1,270 @@
+//! The four commands. Each checks its command line first, then reads the
+//! inputs, then asks the model and formats the answer.
+
+use crate::args::{self, Flag, Parsed};
+use crate::objects::Cluster;
+use crate::{input, objects, Error, Output, USAGE};
+use kubehops_core::api::Node;
+use kubehops_core::apiserver::PortRange;
+use kubehops_core::dns::{ClusterDns, DnsConfig, QType, NDOTS};
+use kubehops_core::kubectl::{get_svc, Namespaces};
+use kubehops_core::kubeproxy::{sync_node, KubeProxyConfig};
+use kubehops_core::net::{Packet, Protocol, SockAddr};
+use kubehops_core::trace::{trace, TraceVerdict};
+use serde::Serialize;
+use std::io::Read;
+use std::net::Ipv4Addr;
+
+const IPTABLES_USAGE: &str = "\
+Usage: kubehops iptables-save [--node NAME] -f FILE...
+
+Prints both tables (filter, then nat) of NAME's kube-proxy in iptables-save
+format. Without --node, the node is the hostnameOverride of the
+KubeProxyConfiguration given.
+";
+
+const TRACE_USAGE: &str = "\
+Usage: kubehops trace [--node NAME] --src IP --dst IP --dport PORT [--proto tcp|udp|sctp] [--from-node] [-o json] -f FILE...
+
+Follows one packet (source port 40000) through NAME's rules: arriving at
+the node, or sent by the node itself with --from-node. Prints the rules
+that matched, the verdict, every endpoint it could reach and whether it
+is masqueraded; -o json prints {\"verdict\", \"targets\", \"masquerade\"}.
+";
+
+const GET_USAGE: &str = "\
+Usage: kubehops get svc [-n NAMESPACE | -A] [-o wide] [--now RFC3339] -f FILE...
+
+Prints kubectl's table of the Services in NAMESPACE (default \"default\")
+or in all namespaces. AGE is measured to --now (default: the clock).
+";
+
+const DIG_USAGE: &str = "\
+Usage: kubehops dig NAME [A|SRV|CNAME] [-n NAMESPACE] -f FILE...
+
+Prints CoreDNS's answer for NAME in the cluster domain cluster.local, as a
+Pod in NAMESPACE (default \"default\") resolves it: short names go through
+the Pod's search path.
+";
+
+/// The source port of traced packets.
+const TRACE_SOURCE_PORT: u16 = 40000;
+
+/// Runs one command line. On failure the warnings printed so far come with
+/// the error.
+pub fn dispatch(argv: &[String], stdin: &mut dyn Read) -> Result<Output, (String, Error)> {
+    let usage_err = |message: String, usage: &'static str| (String::new(), Error::Usage { message, usage });
+    let Some((cmd, rest)) = argv.split_first() else {
+        return Err(usage_err("no command given".into(), USAGE));
+    };
+    let (flags, usage): (&[Flag], &'static str) = match cmd.as_str() {
+        "iptables-save" => (&[args::FILENAME, args::NODE_PORT_RANGE, args::HELP, args::NODE], IPTABLES_USAGE),
+        "trace" => (
+            &[args::FILENAME, args::NODE_PORT_RANGE, args::HELP, args::NODE, args::SRC, args::DST, args::DPORT, args::PROTO, args::FROM_NODE, args::OUTPUT],
+            TRACE_USAGE,
+        ),
+        "get" => (&[args::FILENAME, args::NODE_PORT_RANGE, args::HELP, args::NAMESPACE, args::ALL_NAMESPACES, args::OUTPUT, args::NOW], GET_USAGE),
+        "dig" => (&[args::FILENAME, args::NODE_PORT_RANGE, args::HELP, args::NAMESPACE], DIG_USAGE),
+        "help" | "-h" | "--help" => return Ok(Output { stdout: USAGE.into(), stderr: String::new() }),
+        other => return Err(usage_err(format!("unknown command \"{other}\""), USAGE)),
+    };
+    let p = args::parse(rest, flags).map_err(|m| usage_err(m, usage))?;
+    if p.switch("help") {
+        return Ok(Output { stdout: usage.into(), stderr: String::new() });
+    }
+    let usage_of = |message: String| Error::Usage { message, usage };
+    let result = match cmd.as_str() {
+        "iptables-save" => iptables_save(&p, stdin, &usage_of),
+        "trace" => trace_cmd(&p, stdin, &usage_of),
+        "get" => get(&p, stdin, &usage_of),
+        _ => dig(&p, stdin, &usage_of),
+    };
+    result.map_err(|(w, e)| (w, e))
+}
+
+type Outcome = Result<Output, (String, Error)>;
+
+/// Warnings as printed on stderr.
+fn warnings(c: &Cluster) -> String {
+    c.warnings.iter().map(|w| format!("warning: {w}\n")).collect()
+}
+
+/// Reads `-f` inputs into a checked cluster.
+fn load(p: &Parsed, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) -> Result<Cluster, (String, Error)> {
+    let range = match p.value("service-node-port-range") {
+        None => PortRange::DEFAULT,
+        Some(s) => PortRange::parse(s)
+            .ok_or_else(|| (String::new(), usage_of(format!("invalid argument \"{s}\" for \"--service-node-port-range\": want FIRST-LAST, such as 30000-32767"))))?,
+    };
+    let files = p.all("filename");
+    if files.is_empty() {
+        return Err((String::new(), usage_of("no input: give -f FILE (a file, a directory, or - for stdin)".into())));
+    }
+    let mut docs = Vec::new();
+    for src in input::read_sources(files, stdin).map_err(|e| (String::new(), e))? {
+        docs.extend(input::documents(&src).map_err(|e| (String::new(), e))?);
+    }
+    objects::load(&docs, range).map_err(|e| (String::new(), e))
+}
+
+/// The node a command is about and the kube-proxy settings for it.
+fn pick_node<'a>(p: &Parsed, c: &'a Cluster, usage_of: &dyn Fn(String) -> Error) -> Result<(&'a Node, KubeProxyConfig), Error> {
+    let mut cfg = c.proxy.clone().unwrap_or_default();
+    let Some(name) = p.value("node").or(cfg.hostname_override.as_deref()).map(String::from) else {
+        return Err(usage_of("--node is required (or give a KubeProxyConfiguration with hostnameOverride)".into()));
+    };
+    let Some(node) = c.nodes.iter().find(|n| n.name == name) else {
+        if c.nodes.is_empty() {
+            return Err(Error::Other(format!("node \"{name}\" not found: no Node objects were given")));
+        }
+        let known: Vec<&str> = c.nodes.iter().map(|n| n.name.as_str()).collect();
+        return Err(Error::Other(format!("node \"{name}\" not found; the nodes given are: {}", known.join(", "))));
+    };
+    // kube-proxy on the chosen node knows itself by that node's name.
+    cfg.hostname_override = Some(node.name.clone());
+    Ok((node, cfg))
+}
+
+fn no_positionals(p: &Parsed, usage_of: &dyn Fn(String) -> Error) -> Result<(), (String, Error)> {
+    match p.positional.first() {
+        Some(extra) => Err((String::new(), usage_of(format!("unexpected argument \"{extra}\"")))),
+        None => Ok(()),
+    }
+}
+
+fn iptables_save(p: &Parsed, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) -> Outcome {
+    no_positionals(p, usage_of)?;
+    let c = load(p, stdin, usage_of)?;
+    let (node, cfg) = pick_node(p, &c, usage_of).map_err(|e| (warnings(&c), e))?;
+    let rules = sync_node(node, &c.services, &c.slices, &cfg);
+    let stdout: String = rules.save().iter().map(|l| format!("{l}\n")).collect();
+    Ok(Output { stdout, stderr: warnings(&c) })
+}
+
+/// The `-o json` form of a trace.
+#[derive(Serialize)]
+struct TraceJson {
+    verdict: TraceVerdict,
+    targets: Vec<String>,
+    masquerade: bool,
+}
+
+fn trace_cmd(p: &Parsed, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) -> Outcome {
+    no_positionals(p, usage_of)?;
+    let u = |m: String| (String::new(), usage_of(m));
+    let ip_flag = |key: &str| -> Result<Ipv4Addr, (String, Error)> {
+        let v = p.value(key).ok_or_else(|| u(format!("--{key} is required")))?;
+        v.parse().map_err(|_| u(format!("invalid argument \"{v}\" for \"--{key}\": want an IPv4 address")))
+    };
+    let src = ip_flag("src")?;
+    let dst = ip_flag("dst")?;
+    let dport_s = p.value("dport").ok_or_else(|| u("--dport is required".into()))?;
+    let dport = dport_s
+        .parse::<u16>()
+        .ok()
+        .filter(|n| *n != 0)
+        .ok_or_else(|| u(format!("invalid argument \"{dport_s}\" for \"--dport\": want a port from 1 to 65535")))?;
+    let proto = match p.value("proto") {
+        None => Protocol::Tcp,
+        Some(s) => Protocol::parse(s).ok_or_else(|| u(format!("invalid argument \"{s}\" for \"--proto\": want tcp, udp or sctp")))?,
+    };
+    let json = match p.value("output") {
+        None => false,
+        Some("json") => true,
+        Some(other) => return Err(u(format!("unsupported output format \"{other}\": trace prints text, or JSON with -o json"))),
+    };
+    let c = load(p, stdin, usage_of)?;
+    let (node, cfg) = pick_node(p, &c, usage_of).map_err(|e| (warnings(&c), e))?;
+    let rules = sync_node(node, &c.services, &c.slices, &cfg);
+    let pkt = Packet::new(proto, SockAddr::new(src, TRACE_SOURCE_PORT), SockAddr::new(dst, dport));
+    let result = trace(&rules, node, &pkt, p.switch("from-node"));
+    let targets: Vec<String> = result.targets.iter().map(|t| t.to_string()).collect();
+    let stdout = if json {
+        let doc = TraceJson { verdict: result.verdict, targets, masquerade: result.masquerade };
+        let text = serde_json::to_string_pretty(&doc).map_err(|e| (warnings(&c), Error::Other(format!("cannot write JSON: {e}"))))?;
+        format!("{text}\n")
+    } else {
+        let mut s: String = result.matched.iter().map(|m| format!("{m}\n")).collect();
+        let verdict = serde_json::to_value(result.verdict).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+        s.push_str(&format!("verdict: {verdict}\n"));
+        s.push_str(&format!("targets: {}\n", if targets.is_empty() { "<none>".to_string() } else { targets.join(", ") }));
+        s.push_str(&format!("masquerade: {}\n", result.masquerade));
+        s
+    };
+    Ok(Output { stdout, stderr: warnings(&c) })
+}
+
+fn get(p: &Parsed, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) -> Outcome {
+    let u = |m: String| (String::new(), usage_of(m));
+    match p.positional.as_slice() {
+        [] => return Err(u("you must specify the type of resource to get: svc".into())),
+        [r] if matches!(r.as_str(), "svc" | "service" | "services") => {}
+        [r] => return Err(u(format!("unsupported resource type \"{r}\": kubehops get lists services (svc)"))),
+        [_, extra, ..] => return Err(u(format!("unexpected argument \"{extra}\": kubehops get svc lists all Services of a namespace"))),
+    }
+    let wide = match p.value("output") {
+        None => false,
+        Some("wide") => true,
+        Some(other) => return Err(u(format!("unsupported output format \"{other}\": use -o wide or leave -o out"))),
+    };
+    let now = match p.value("now") {
+        Some(s) => crate::rfc3339::parse(s).ok_or_else(|| u(format!("invalid argument \"{s}\" for \"--now\": want an RFC 3339 time such as 2024-05-01T12:00:00Z")))?,
+        None => std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0),
+    };
+    let ns = p.value("namespace").filter(|s| !s.is_empty()).unwrap_or("default").to_string();
+    let c = load(p, stdin, usage_of)?;
+    let scope = if p.switch("all-namespaces") { Namespaces::All } else { Namespaces::Only(&ns) };
+    let out = get_svc(&c.services, scope, now, wide);
+    Ok(Output { stdout: out.stdout, stderr: warnings(&c) + &out.stderr })
+}
+
+fn dig(p: &Parsed, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) -> Outcome {
+    let u = |m: String| (String::new(), usage_of(m));
+    let (name, qtype) = match p.positional.as_slice() {
+        [] => return Err(u("a name to look up is required".into())),
+        [n] => (n.clone(), QType::A),
+        [n, t] => (n.clone(), QType::parse(t).ok_or_else(|| u(format!("unsupported query type \"{t}\": kubehops answers A, SRV and CNAME")))?),
+        [_, _, extra, ..] => return Err(u(format!("unexpected argument \"{extra}\""))),
+    };
+    if name.is_empty() || name == "." || name.starts_with('.') || name.contains("..") || name.chars().any(|c| c.is_whitespace()) {
+        return Err(u(format!("\"{name}\" is not a domain name")));
+    }
+    let ns = p.value("namespace").filter(|s| !s.is_empty()).unwrap_or("default").to_string();
+    let c = load(p, stdin, usage_of)?;
+    let mut dns = ClusterDns::new(DnsConfig::default(), &c.services, &c.slices);
+    for n in &c.namespaces {
+        dns.add_namespace(n);
+    }
+    let lookup = dns.search(&name, qtype, &ns);
+    let Some(resp) = lookup.response else {
+        let msg = format!(
+            "{} is outside the cluster domain {}: CoreDNS forwards such names upstream, which kubehops does not model",
+            lookup.upstream.first().map(String::as_str).unwrap_or(&name),
+            dns.config.zone
+        );
+        return Err((warnings(&c), Error::Other(msg)));
+    };
+    let mut s = format!("; <<>> kubehops dig <<>> {name} {qtype} (from a Pod in namespace {ns})\n");
+    if !name.ends_with('.') {
+        s.push_str(&format!(";; search path: {} (ndots:{NDOTS})\n", dns.search_path(&ns).join(" ")));
+    }
+    s.push_str(&format!(";; tried: {}\n", lookup.tried.join(", ")));
+    for up in &lookup.upstream {
+        s.push_str(&format!(";; not modelled: {up} is outside {} and would be forwarded upstream\n", dns.config.zone));
+    }
+    s.push_str(&format!(";; ->>HEADER<<- opcode: QUERY, status: {}\n", resp.rcode.as_str()));
+    s.push_str(&format!("\n;; QUESTION SECTION:\n;{} IN {}\n", resp.name, resp.qtype));
+    if !resp.answer.is_empty() {
+        s.push_str("\n;; ANSWER SECTION:\n");
+        for r in &resp.answer {
+            s.push_str(&format!("{r}\n"));
+        }
+    }
+    if !resp.additional.is_empty() {
+        s.push_str("\n;; ADDITIONAL SECTION:\n");
+        for r in &resp.additional {
+            s.push_str(&format!("{r}\n"));
+        }
+    }
+    Ok(Output { stdout: s, stderr: warnings(&c) })
+}

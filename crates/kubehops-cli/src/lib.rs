@@ -1,0 +1,125 @@
+//! `kubehops`: reads Kubernetes objects and prints what the KubeHops model
+//! computes from them: a node's iptables rules, the path of one packet, the
+//! `kubectl get svc` table, and CoreDNS's answers.
+//!
+//! [`run`] is the whole program with its streams passed in, so tests can
+//! call it directly; `main.rs` only wires it to the process.
+
+pub mod args;
+pub mod commands;
+pub mod input;
+pub mod objects;
+pub mod rfc3339;
+
+use kubehops_core::apiserver::{ApiError, FieldError, FieldErrorKind};
+use std::fmt;
+use std::io::{Read, Write};
+
+/// Why a command failed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Error {
+    /// The command line is wrong: exit code 2, with the command's usage.
+    Usage { message: String, usage: &'static str },
+    /// An object was rejected, in the API server's words.
+    Invalid(ApiError),
+    /// Anything else (unreadable input, an unknown node): exit code 1.
+    Other(String),
+}
+
+impl Error {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Usage { .. } => 2,
+            _ => 1,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    /// The message as printed on stderr, without a final newline: kubectl's
+    /// `The Service "web" is invalid: …` for rejected objects (one cause on
+    /// the line, several as a `*` list), `error: …` for the rest.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Usage { message, usage } => write!(f, "error: {message}\n\n{usage}"),
+            Error::Other(m) => write!(f, "error: {m}"),
+            Error::Invalid(e) => {
+                let prefix = if e.name.is_empty() { format!("The {} is invalid: ", e.kind) } else { format!("The {} \"{}\" is invalid: ", e.kind, e.name) };
+                match e.causes.as_slice() {
+                    [one] => write!(f, "{prefix}{}", cause(one)),
+                    many => {
+                        write!(f, "{prefix}")?;
+                        for c in many {
+                            write!(f, "\n* {}", cause(c))?;
+                        }
+                        Ok(())
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One field error as the API server prints it: the value is shown for
+/// invalid and unsupported values only, and an empty detail adds nothing.
+pub fn cause(e: &FieldError) -> String {
+    let (kind, show_value) = match e.kind {
+        FieldErrorKind::Invalid => ("Invalid value", true),
+        FieldErrorKind::NotSupported => ("Unsupported value", true),
+        FieldErrorKind::Required => ("Required value", false),
+        FieldErrorKind::Forbidden => ("Forbidden", false),
+    };
+    let mut s = format!("{}: {kind}", e.field);
+    if let Some(v) = e.value.as_deref().filter(|_| show_value) {
+        s.push_str(": ");
+        s.push_str(v);
+    }
+    if !e.detail.is_empty() {
+        s.push_str(": ");
+        s.push_str(&e.detail);
+    }
+    s
+}
+
+/// What a successful command writes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Output {
+    pub stdout: String,
+    pub stderr: String,
+}
+
+pub const USAGE: &str = "\
+Usage:
+  kubehops iptables-save [--node NAME] -f FILE...
+  kubehops trace [--node NAME] --src IP --dst IP --dport PORT [--proto tcp|udp|sctp] [--from-node] [-o json] -f FILE...
+  kubehops get svc [-n NAMESPACE | -A] [-o wide] [--now RFC3339] -f FILE...
+  kubehops dig NAME [A|SRV|CNAME] [-n NAMESPACE] -f FILE...
+
+Every command reads Kubernetes objects, YAML or JSON, from each -f FILE
+(a file, a directory, or - for stdin): v1 Service, Node, Pod, Namespace,
+discovery.k8s.io/v1 EndpointSlice and kubeproxy.config.k8s.io/v1alpha1
+KubeProxyConfiguration. Other kinds are skipped with a warning.
+
+  --service-node-port-range FIRST-LAST   the API server's node port range
+                                          (default 30000-32767)
+  -h, --help                             show this help
+";
+
+/// Runs the program on `args` (without the program name) and returns the
+/// exit code: 0 on success, 1 when the input or the model says no, 2 for a
+/// wrong command line.
+pub fn run(args: &[String], stdin: &mut dyn Read, stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
+    // A failed write (a closed pipe) has nowhere to be reported.
+    match commands::dispatch(args, stdin) {
+        Ok(out) => {
+            let _ = stderr.write_all(out.stderr.as_bytes());
+            let _ = stdout.write_all(out.stdout.as_bytes());
+            0
+        }
+        Err((warnings, e)) => {
+            let _ = stderr.write_all(warnings.as_bytes());
+            let _ = writeln!(stderr, "{e}");
+            e.exit_code()
+        }
+    }
+}

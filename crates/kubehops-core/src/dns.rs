@@ -1,0 +1,734 @@
+//! CoreDNS's `kubernetes` plugin: what a Pod's DNS query for a Service name
+//! is answered with.
+//!
+//! The model follows the plugin's steps. A name inside the cluster domain is
+//! split into `[endpoint | _port._proto].service.namespace.svc`; the
+//! matching Services and endpoints become a list of *targets* (an address or
+//! an external name, with a port); the query type then turns targets into
+//! records. A ClusterIP Service answers with its cluster IP, a headless one
+//! with its ready endpoints, an ExternalName one with a CNAME. A name that
+//! matches nothing is NXDOMAIN; a name that exists without records of the
+//! asked type is NOERROR with an empty answer (NODATA).
+//!
+//! [`ClusterDns::search`] adds the Pod's side: the search path and
+//! `ndots:5` that kubelet writes into every Pod's resolv.conf.
+//!
+//! Not modelled: forwarding names outside the cluster domain upstream,
+//! wildcard queries (`*`, `any`), PTR and AAAA records, endpoint hostnames
+//! (`spec.hostname` of a Pod; endpoints are named by their dashed IP), and the
+//! SOA record of negative answers.
+
+use crate::api::{EndpointSlice, Service, ServiceType};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::fmt;
+use std::net::Ipv4Addr;
+
+/// kubelet's default `--cluster-domain`.
+pub const CLUSTER_DOMAIN: &str = "cluster.local";
+
+/// The TTL of every answer. The plugin's own default is 5 seconds, but the
+/// Corefile that kubeadm installs (and most distributions copy) sets
+/// `ttl 30` in the `kubernetes` block, so that is what Pods usually see.
+pub const DEFAULT_TTL: u32 = 30;
+
+/// `options ndots:5` in every Pod's resolv.conf: names with fewer dots are
+/// tried with the search path first.
+pub const NDOTS: usize = 5;
+
+/// How deep an in-zone CNAME chain is followed before giving up.
+const MAX_CNAME_DEPTH: usize = 8;
+
+/// Namespaces every cluster has, whether or not an object in them was given.
+const BUILTIN_NAMESPACES: [&str; 4] = ["default", "kube-node-lease", "kube-public", "kube-system"];
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DnsConfig {
+    /// The zone the plugin is authoritative for (`cluster.local`).
+    pub zone: String,
+    pub ttl: u32,
+}
+
+impl Default for DnsConfig {
+    fn default() -> Self {
+        DnsConfig { zone: CLUSTER_DOMAIN.into(), ttl: DEFAULT_TTL }
+    }
+}
+
+/// The query types the model answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum QType {
+    A,
+    Srv,
+    Cname,
+}
+
+impl QType {
+    /// Parses `A`, `SRV` or `CNAME`, in any case.
+    pub fn parse(s: &str) -> Option<QType> {
+        match s.to_ascii_uppercase().as_str() {
+            "A" => Some(QType::A),
+            "SRV" => Some(QType::Srv),
+            "CNAME" => Some(QType::Cname),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QType::A => "A",
+            QType::Srv => "SRV",
+            QType::Cname => "CNAME",
+        }
+    }
+}
+
+impl fmt::Display for QType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The data of one resource record. Names are fully qualified, with the
+/// trailing dot.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RData {
+    A(Ipv4Addr),
+    Cname(String),
+    Srv { priority: u16, weight: u16, port: u16, target: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    /// The owner name, fully qualified with the trailing dot.
+    pub name: String,
+    pub ttl: u32,
+    pub data: RData,
+}
+
+impl fmt::Display for Record {
+    /// One line of dig's answer section: `web.default.svc.cluster.local. 30 IN A 10.96.0.50`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} IN ", self.name, self.ttl)?;
+        match &self.data {
+            RData::A(ip) => write!(f, "A {ip}"),
+            RData::Cname(t) => write!(f, "CNAME {t}"),
+            RData::Srv { priority, weight, port, target } => write!(f, "SRV {priority} {weight} {port} {target}"),
+        }
+    }
+}
+
+/// The response code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Rcode {
+    /// The name exists; the answer may still be empty (NODATA).
+    NoError,
+    /// The name does not exist.
+    NxDomain,
+}
+
+impl Rcode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rcode::NoError => "NOERROR",
+            Rcode::NxDomain => "NXDOMAIN",
+        }
+    }
+}
+
+/// CoreDNS's reply to one question.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Response {
+    /// The question, fully qualified with the trailing dot, lower case.
+    pub name: String,
+    pub qtype: QType,
+    pub rcode: Rcode,
+    pub answer: Vec<Record>,
+    /// Addresses of SRV targets.
+    pub additional: Vec<Record>,
+}
+
+/// A resolver's walk through the search path for one name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lookup {
+    /// The names inside the cluster domain that were asked, in order, up to
+    /// the one that answered.
+    pub tried: Vec<String>,
+    /// Names outside the cluster domain the resolver would have sent on the
+    /// way; CoreDNS forwards those upstream, which is not modelled.
+    pub upstream: Vec<String>,
+    /// The response the resolver returns: the first with records, else the
+    /// first NODATA, else the last NXDOMAIN. `None` when no name was inside
+    /// the cluster domain.
+    pub response: Option<Response>,
+}
+
+/// Where a record points: an address, or a name for ExternalName Services.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Host {
+    Ip(Ipv4Addr),
+    Name(String),
+}
+
+/// One Service port or endpoint port that matched the question (CoreDNS's
+/// `msg.Service`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Target {
+    /// The name of the thing itself: the Service's or the endpoint's FQDN.
+    key: String,
+    host: Host,
+    /// `None` for ExternalName Services and for endpoints of a slice with no ports.
+    port: Option<u16>,
+}
+
+/// A parsed question name, as the plugin's `parseRequest` splits it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Request {
+    /// The zone itself, `svc.<zone>` or `pod.<zone>`: exists, no records.
+    Apex,
+    /// Not a name the plugin can have.
+    Invalid,
+    /// `namespace.svc.<zone>` or `namespace.pod.<zone>`.
+    Namespace(String),
+    /// `dashed-ip.namespace.pod.<zone>`.
+    Pod { name: String, namespace: String },
+    /// `[endpoint.| _port._proto.]service.namespace.svc.<zone>`.
+    Service { namespace: String, service: String, endpoint: Option<String>, port: Option<String>, proto: Option<String> },
+}
+
+/// The cluster as CoreDNS's informers see it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterDns {
+    pub config: DnsConfig,
+    services: Vec<Service>,
+    slices: Vec<EndpointSlice>,
+    namespaces: BTreeSet<String>,
+}
+
+impl ClusterDns {
+    /// The namespaces that exist are the built-in ones and every namespace
+    /// an object was given in; add others with [`ClusterDns::add_namespace`].
+    pub fn new(config: DnsConfig, services: &[Service], slices: &[EndpointSlice]) -> ClusterDns {
+        let mut namespaces: BTreeSet<String> = BUILTIN_NAMESPACES.iter().map(|s| s.to_string()).collect();
+        namespaces.extend(services.iter().map(|s| s.namespace.clone()));
+        namespaces.extend(slices.iter().map(|s| s.namespace.clone()));
+        ClusterDns { config, services: services.to_vec(), slices: slices.to_vec(), namespaces }
+    }
+
+    pub fn add_namespace(&mut self, namespace: &str) {
+        self.namespaces.insert(namespace.to_string());
+    }
+
+    /// The search list of a Pod in `namespace`: `ns.svc.<zone> svc.<zone> <zone>`.
+    pub fn search_path(&self, namespace: &str) -> Vec<String> {
+        let z = &self.config.zone;
+        vec![format!("{namespace}.svc.{z}"), format!("svc.{z}"), z.clone()]
+    }
+
+    /// The fully qualified names a Pod's resolver tries for `name`, in
+    /// order: a name ending in a dot is tried alone; one with fewer than
+    /// `ndots` dots gets the search path first; any other is tried as given
+    /// first.
+    pub fn candidates(&self, name: &str, namespace: &str) -> Vec<String> {
+        let name = name.to_ascii_lowercase();
+        if name.ends_with('.') {
+            return vec![name];
+        }
+        let searched = self.search_path(namespace).into_iter().map(|d| format!("{name}.{d}."));
+        let absolute = format!("{name}.");
+        if name.matches('.').count() < NDOTS {
+            searched.chain(std::iter::once(absolute)).collect()
+        } else {
+            std::iter::once(absolute).chain(searched).collect()
+        }
+    }
+
+    /// Resolves `name` as a Pod in `namespace` would: through the search
+    /// path, moving on after NXDOMAIN and after an empty answer, as glibc does.
+    pub fn search(&self, name: &str, qtype: QType, namespace: &str) -> Lookup {
+        let mut tried = Vec::new();
+        let mut upstream = Vec::new();
+        let mut nodata: Option<Response> = None;
+        let mut last: Option<Response> = None;
+        for c in self.candidates(name, namespace) {
+            let Some(r) = self.query(&c, qtype) else {
+                upstream.push(c);
+                continue;
+            };
+            tried.push(c);
+            if r.rcode == Rcode::NoError && !r.answer.is_empty() {
+                return Lookup { tried, upstream, response: Some(r) };
+            }
+            if r.rcode == Rcode::NoError {
+                nodata.get_or_insert(r);
+            } else {
+                last = Some(r);
+            }
+        }
+        Lookup { tried, upstream, response: nodata.or(last) }
+    }
+
+    /// Answers one fully qualified question (the trailing dot is optional).
+    /// `None` when the name is outside the cluster domain: the plugin does
+    /// not answer it and CoreDNS forwards it upstream.
+    pub fn query(&self, name: &str, qtype: QType) -> Option<Response> {
+        let fqdn = fqdn(&name.to_ascii_lowercase());
+        let request = self.parse(&fqdn)?;
+        let mut resp = Response { name: fqdn.clone(), qtype, rcode: Rcode::NoError, answer: Vec::new(), additional: Vec::new() };
+        let targets = match self.targets(&request) {
+            Ok(t) => t,
+            Err(NameError) => {
+                resp.rcode = Rcode::NxDomain;
+                return Some(resp);
+            }
+        };
+        match qtype {
+            QType::A => resp.answer = self.a_records(&fqdn, &targets, 0),
+            QType::Cname => {
+                if let Some(Target { host: Host::Name(n), .. }) = targets.first() {
+                    resp.answer.push(self.record(&fqdn, RData::Cname(self::fqdn(n))));
+                }
+            }
+            QType::Srv => {
+                let (answer, additional) = self.srv_records(&fqdn, &targets);
+                resp.answer = answer;
+                resp.additional = additional;
+            }
+        }
+        Some(resp)
+    }
+
+    fn record(&self, name: &str, data: RData) -> Record {
+        Record { name: name.to_string(), ttl: self.config.ttl, data }
+    }
+
+    /// Splits a name inside the zone; `None` for names outside it.
+    fn parse(&self, fqdn: &str) -> Option<Request> {
+        let zone = self.config.zone.trim_end_matches('.').to_ascii_lowercase();
+        let bare = fqdn.trim_end_matches('.');
+        let base = if bare == zone {
+            ""
+        } else {
+            bare.strip_suffix(&zone)?.strip_suffix('.')?
+        };
+        if base.is_empty() || base == "svc" || base == "pod" {
+            return Some(Request::Apex);
+        }
+        let mut segs: Vec<&str> = base.split('.').collect();
+        if segs.iter().any(|s| s.is_empty()) {
+            return Some(Request::Invalid);
+        }
+        let kind = segs.pop().unwrap_or_default();
+        if kind != "svc" && kind != "pod" {
+            return Some(Request::Invalid);
+        }
+        let Some(namespace) = segs.pop().map(String::from) else {
+            return Some(Request::Apex);
+        };
+        let Some(service) = segs.pop().map(String::from) else {
+            return Some(Request::Namespace(namespace));
+        };
+        if kind == "pod" {
+            return Some(if segs.is_empty() { Request::Pod { name: service, namespace } } else { Request::Invalid });
+        }
+        let (endpoint, port, proto) = match segs.as_slice() {
+            [] => (None, None, None),
+            [e] => (Some(e.to_string()), None, None),
+            [p, t] => (None, Some(strip_underscore(p)), Some(strip_underscore(t))),
+            _ => return Some(Request::Invalid),
+        };
+        Some(Request::Service { namespace, service, endpoint, port, proto })
+    }
+
+    /// What matched the request (the plugin's `Records`), or a name error.
+    fn targets(&self, request: &Request) -> Result<Vec<Target>, NameError> {
+        match request {
+            Request::Apex => Ok(Vec::new()),
+            Request::Invalid => Err(NameError),
+            Request::Namespace(ns) => {
+                if self.namespaces.contains(ns) {
+                    Ok(Vec::new())
+                } else {
+                    Err(NameError)
+                }
+            }
+            Request::Pod { name, namespace } => {
+                // `pods insecure` (kubeadm's Corefile): any dashed IPv4
+                // address in an existing namespace answers with itself.
+                if !self.namespaces.contains(namespace) {
+                    return Err(NameError);
+                }
+                let ip: Ipv4Addr = name.replace('-', ".").parse().map_err(|_| NameError)?;
+                let key = format!("{name}.{namespace}.pod.{}", self.config.zone);
+                Ok(vec![Target { key, host: Host::Ip(ip), port: None }])
+            }
+            Request::Service { namespace, service, endpoint, port, proto } => {
+                self.find_services(namespace, service, endpoint.as_deref(), port.as_deref(), proto.as_deref())
+            }
+        }
+    }
+
+    /// The plugin's `findServices`.
+    fn find_services(&self, ns: &str, name: &str, endpoint: Option<&str>, port: Option<&str>, proto: Option<&str>) -> Result<Vec<Target>, NameError> {
+        if !self.namespaces.contains(ns) {
+            return Err(NameError);
+        }
+        let zone = &self.config.zone;
+        let mut found = Vec::new();
+        let mut matched = false;
+        for svc in self.services.iter().filter(|s| s.namespace == ns && s.name.eq_ignore_ascii_case(name)) {
+            let svc_fqdn = format!("{}.{}.svc.{zone}", svc.name, svc.namespace);
+            // An endpoint name, or any name of a headless Service, is
+            // answered from the ready endpoints.
+            if svc.spec.headless || endpoint.is_some() {
+                for slice in self.slices.iter().filter(|s| s.namespace == svc.namespace && s.service_name == svc.name) {
+                    for ep in slice.endpoints.iter().filter(|e| e.ready) {
+                        let host_label = ep.ip.to_string().replace('.', "-");
+                        if endpoint.is_some_and(|e| !e.eq_ignore_ascii_case(&host_label)) {
+                            continue;
+                        }
+                        let key = format!("{host_label}.{svc_fqdn}");
+                        if slice.ports.is_empty() {
+                            if port.is_none() && proto.is_none() {
+                                matched = true;
+                                found.push(Target { key: key.clone(), host: Host::Ip(ep.ip), port: None });
+                            }
+                            continue;
+                        }
+                        for p in slice.ports.iter().filter(|p| matches(port, p.name.as_deref().unwrap_or("")) && matches(proto, p.protocol.lower())) {
+                            matched = true;
+                            found.push(Target { key: key.clone(), host: Host::Ip(ep.ip), port: Some(p.port) });
+                        }
+                    }
+                }
+                continue;
+            }
+            if svc.spec.type_ == ServiceType::ExternalName {
+                if let Some(ext) = svc.spec.external_name.as_deref().filter(|n| !n.is_empty() && n.parse::<Ipv4Addr>().is_err()) {
+                    matched = true;
+                    found.push(Target { key: svc_fqdn.clone(), host: Host::Name(ext.to_ascii_lowercase()), port: None });
+                }
+                continue;
+            }
+            let Some(ip) = svc.spec.cluster_ip else { continue };
+            for p in svc.spec.ports.iter().filter(|p| matches(port, p.name.as_deref().unwrap_or("")) && matches(proto, p.protocol.lower())) {
+                matched = true;
+                found.push(Target { key: svc_fqdn.clone(), host: Host::Ip(ip), port: Some(p.port) });
+            }
+        }
+        if matched {
+            Ok(found)
+        } else {
+            Err(NameError)
+        }
+    }
+
+    /// A records for `qname` (the plugin's `A`): addresses once each; an
+    /// external name as a CNAME, followed when it is inside the zone.
+    fn a_records(&self, qname: &str, targets: &[Target], depth: usize) -> Vec<Record> {
+        let mut out: Vec<Record> = Vec::new();
+        for t in targets {
+            match &t.host {
+                Host::Ip(ip) => {
+                    if !out.iter().any(|r| r.data == RData::A(*ip)) {
+                        out.push(self.record(qname, RData::A(*ip)));
+                    }
+                }
+                Host::Name(n) => {
+                    let target = fqdn(n);
+                    let cname = self.record(qname, RData::Cname(target.clone()));
+                    match self.parse(&target) {
+                        // Inside the zone: the CNAME is given only together
+                        // with what it leads to.
+                        Some(req) => {
+                            if depth >= MAX_CNAME_DEPTH {
+                                continue;
+                            }
+                            let Ok(next) = self.targets(&req) else { continue };
+                            let more = self.a_records(&target, &next, depth + 1);
+                            if !more.is_empty() {
+                                out.push(cname);
+                                out.extend(more);
+                            }
+                        }
+                        // Outside: CoreDNS adds what upstream says about
+                        // the target, which is not modelled.
+                        None => out.push(cname),
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// SRV records (the plugin's `SRV`): every target has priority 0 and an
+    /// equal share of 100 as weight; each target name's address goes in the
+    /// additional section.
+    fn srv_records(&self, qname: &str, targets: &[Target]) -> (Vec<Record>, Vec<Record>) {
+        // SRV for ExternalName Services is not implemented by the plugin.
+        let targets: Vec<&Target> = targets.iter().filter(|t| matches!(t.host, Host::Ip(_))).collect();
+        let total = 100.0 * targets.len() as f64;
+        let weight = if targets.is_empty() { 0 } else { (100.0 / total * 100.0).floor() as u16 };
+        let (mut answer, mut additional) = (Vec::new(), Vec::new());
+        for t in targets {
+            let (Host::Ip(ip), Some(port)) = (&t.host, t.port) else { continue };
+            let target = fqdn(&t.key);
+            let srv = self.record(qname, RData::Srv { priority: 0, weight, port, target: target.clone() });
+            if !answer.contains(&srv) {
+                answer.push(srv);
+            }
+            let a = self.record(&target, RData::A(*ip));
+            if !additional.contains(&a) {
+                additional.push(a);
+            }
+        }
+        (answer, additional)
+    }
+}
+
+/// The plugin's "no such name" (NXDOMAIN).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct NameError;
+
+/// A port or protocol label matches when it was not asked for, or equals
+/// the value ignoring case.
+fn matches(asked: Option<&str>, have: &str) -> bool {
+    asked.is_none_or(|a| a.eq_ignore_ascii_case(have))
+}
+
+fn strip_underscore(s: &str) -> String {
+    s.strip_prefix('_').unwrap_or(s).to_string()
+}
+
+/// Appends the trailing dot if it is missing.
+fn fqdn(name: &str) -> String {
+    if name.ends_with('.') {
+        name.to_string()
+    } else {
+        format!("{name}.")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{Endpoint, EndpointPort, ServicePort, ServiceSpec};
+    use crate::net::{ip, Protocol};
+
+    fn port(name: Option<&str>, p: u16, proto: Protocol) -> ServicePort {
+        ServicePort { name: name.map(String::from), protocol: proto, port: p, target_port: 8080, node_port: None }
+    }
+
+    fn svc(name: &str, ns: &str, spec: ServiceSpec) -> Service {
+        Service { name: name.into(), namespace: ns.into(), spec, status: Default::default(), created: None }
+    }
+
+    fn ep(a: Ipv4Addr, ready: bool) -> Endpoint {
+        Endpoint { ip: a, node_name: "node-1".into(), ready, serving: ready, terminating: false, target_ref: String::new() }
+    }
+
+    fn cluster() -> ClusterDns {
+        let services = vec![
+            svc(
+                "web",
+                "default",
+                ServiceSpec {
+                    ports: vec![port(Some("http"), 80, Protocol::Tcp), port(Some("metrics"), 9090, Protocol::Tcp)],
+                    cluster_ip: Some(ip(10, 96, 0, 50)),
+                    ..Default::default()
+                },
+            ),
+            svc("db", "data", ServiceSpec { ports: vec![port(Some("pg"), 5432, Protocol::Tcp)], headless: true, ..Default::default() }),
+            svc("empty", "data", ServiceSpec { ports: vec![port(None, 5432, Protocol::Tcp)], headless: true, ..Default::default() }),
+            svc(
+                "docs",
+                "default",
+                ServiceSpec { type_: ServiceType::ExternalName, external_name: Some("docs.example.com".into()), ..Default::default() },
+            ),
+            svc(
+                "alias",
+                "default",
+                ServiceSpec { type_: ServiceType::ExternalName, external_name: Some("web.default.svc.cluster.local".into()), ..Default::default() },
+            ),
+            svc(
+                "loop",
+                "default",
+                ServiceSpec { type_: ServiceType::ExternalName, external_name: Some("loop.default.svc.cluster.local".into()), ..Default::default() },
+            ),
+        ];
+        let slices = vec![
+            EndpointSlice {
+                name: "db-1".into(),
+                namespace: "data".into(),
+                service_name: "db".into(),
+                endpoints: vec![ep(ip(10, 244, 1, 7), true), ep(ip(10, 244, 2, 8), true), ep(ip(10, 244, 3, 9), false)],
+                ports: vec![EndpointPort { name: Some("pg".into()), protocol: Protocol::Tcp, port: 5432 }],
+            },
+            EndpointSlice {
+                name: "web-1".into(),
+                namespace: "default".into(),
+                service_name: "web".into(),
+                endpoints: vec![ep(ip(10, 244, 1, 5), true)],
+                ports: vec![EndpointPort { name: Some("http".into()), protocol: Protocol::Tcp, port: 8080 }],
+            },
+        ];
+        ClusterDns::new(DnsConfig::default(), &services, &slices)
+    }
+
+    fn lines(rs: &[Record]) -> Vec<String> {
+        rs.iter().map(|r| r.to_string()).collect()
+    }
+
+    #[test]
+    fn cluster_ip_service_answers_its_cluster_ip_once() {
+        let r = cluster().query("web.default.svc.cluster.local", QType::A).unwrap();
+        assert_eq!(r.rcode, Rcode::NoError);
+        assert_eq!(lines(&r.answer), ["web.default.svc.cluster.local. 30 IN A 10.96.0.50"]);
+    }
+
+    #[test]
+    fn headless_service_answers_ready_endpoints() {
+        let r = cluster().query("db.data.svc.cluster.local.", QType::A).unwrap();
+        assert_eq!(lines(&r.answer), ["db.data.svc.cluster.local. 30 IN A 10.244.1.7", "db.data.svc.cluster.local. 30 IN A 10.244.2.8"]);
+        // A headless Service without ready endpoints does not exist for DNS.
+        assert_eq!(cluster().query("empty.data.svc.cluster.local", QType::A).unwrap().rcode, Rcode::NxDomain);
+    }
+
+    #[test]
+    fn endpoint_names_are_dashed_addresses() {
+        let c = cluster();
+        let r = c.query("10-244-2-8.db.data.svc.cluster.local", QType::A).unwrap();
+        assert_eq!(lines(&r.answer), ["10-244-2-8.db.data.svc.cluster.local. 30 IN A 10.244.2.8"]);
+        // Not ready: no name.
+        assert_eq!(c.query("10-244-3-9.db.data.svc.cluster.local", QType::A).unwrap().rcode, Rcode::NxDomain);
+        // Endpoint names work for ClusterIP Services too.
+        let r = c.query("10-244-1-5.web.default.svc.cluster.local", QType::A).unwrap();
+        assert_eq!(lines(&r.answer), ["10-244-1-5.web.default.svc.cluster.local. 30 IN A 10.244.1.5"]);
+    }
+
+    #[test]
+    fn srv_for_named_port_has_weight_100_and_the_address_as_additional() {
+        let r = cluster().query("_http._tcp.web.default.svc.cluster.local", QType::Srv).unwrap();
+        assert_eq!(lines(&r.answer), ["_http._tcp.web.default.svc.cluster.local. 30 IN SRV 0 100 80 web.default.svc.cluster.local."]);
+        assert_eq!(lines(&r.additional), ["web.default.svc.cluster.local. 30 IN A 10.96.0.50"]);
+        // The wrong protocol or an unknown port name is NXDOMAIN.
+        assert_eq!(cluster().query("_http._udp.web.default.svc.cluster.local", QType::Srv).unwrap().rcode, Rcode::NxDomain);
+        assert_eq!(cluster().query("_nope._tcp.web.default.svc.cluster.local", QType::Srv).unwrap().rcode, Rcode::NxDomain);
+    }
+
+    #[test]
+    fn srv_weights_share_100() {
+        // The bare name lists every port: two records, 50 each.
+        let r = cluster().query("web.default.svc.cluster.local", QType::Srv).unwrap();
+        assert_eq!(
+            lines(&r.answer),
+            [
+                "web.default.svc.cluster.local. 30 IN SRV 0 50 80 web.default.svc.cluster.local.",
+                "web.default.svc.cluster.local. 30 IN SRV 0 50 9090 web.default.svc.cluster.local."
+            ]
+        );
+        assert_eq!(r.additional.len(), 1, "one address for one target name");
+        // Headless: one record per ready endpoint, pointing at its own name.
+        let r = cluster().query("_pg._tcp.db.data.svc.cluster.local", QType::Srv).unwrap();
+        assert_eq!(
+            lines(&r.answer),
+            [
+                "_pg._tcp.db.data.svc.cluster.local. 30 IN SRV 0 50 5432 10-244-1-7.db.data.svc.cluster.local.",
+                "_pg._tcp.db.data.svc.cluster.local. 30 IN SRV 0 50 5432 10-244-2-8.db.data.svc.cluster.local."
+            ]
+        );
+        assert_eq!(lines(&r.additional)[1], "10-244-2-8.db.data.svc.cluster.local. 30 IN A 10.244.2.8");
+    }
+
+    #[test]
+    fn external_name_is_a_cname_and_in_zone_targets_are_followed() {
+        let c = cluster();
+        let r = c.query("docs.default.svc.cluster.local", QType::A).unwrap();
+        assert_eq!(lines(&r.answer), ["docs.default.svc.cluster.local. 30 IN CNAME docs.example.com."]);
+        let r = c.query("docs.default.svc.cluster.local", QType::Cname).unwrap();
+        assert_eq!(lines(&r.answer), ["docs.default.svc.cluster.local. 30 IN CNAME docs.example.com."]);
+        let r = c.query("alias.default.svc.cluster.local", QType::A).unwrap();
+        assert_eq!(
+            lines(&r.answer),
+            ["alias.default.svc.cluster.local. 30 IN CNAME web.default.svc.cluster.local.", "web.default.svc.cluster.local. 30 IN A 10.96.0.50"]
+        );
+        // A CNAME loop ends with an empty answer, not a hang.
+        let r = c.query("loop.default.svc.cluster.local", QType::A).unwrap();
+        assert_eq!((r.rcode, r.answer.len()), (Rcode::NoError, 0));
+        // SRV is not answered for ExternalName Services: NODATA.
+        let r = c.query("docs.default.svc.cluster.local", QType::Srv).unwrap();
+        assert_eq!((r.rcode, r.answer.len()), (Rcode::NoError, 0));
+        // A ClusterIP Service has no CNAME: NODATA.
+        let r = c.query("web.default.svc.cluster.local", QType::Cname).unwrap();
+        assert_eq!((r.rcode, r.answer.len()), (Rcode::NoError, 0));
+    }
+
+    #[test]
+    fn unknown_names_namespaces_and_apex() {
+        let c = cluster();
+        for (name, want) in [
+            ("nope.default.svc.cluster.local", Rcode::NxDomain),
+            ("web.nons.svc.cluster.local", Rcode::NxDomain),
+            ("web.default.foo.cluster.local", Rcode::NxDomain),
+            ("a.b.c.web.default.svc.cluster.local", Rcode::NxDomain),
+            ("cluster.local", Rcode::NoError),
+            ("svc.cluster.local", Rcode::NoError),
+            ("data.svc.cluster.local", Rcode::NoError),
+            ("kube-system.svc.cluster.local", Rcode::NoError),
+            ("nons.svc.cluster.local", Rcode::NxDomain),
+        ] {
+            let r = c.query(name, QType::A).unwrap();
+            assert_eq!(r.rcode, want, "{name}");
+            assert!(r.answer.is_empty(), "{name}");
+        }
+        assert_eq!(c.query("example.com", QType::A), None, "outside the zone");
+        assert_eq!(c.query("notcluster.local", QType::A), None);
+    }
+
+    #[test]
+    fn pod_names_answer_with_their_address() {
+        let c = cluster();
+        let r = c.query("10-244-1-5.default.pod.cluster.local", QType::A).unwrap();
+        assert_eq!(lines(&r.answer), ["10-244-1-5.default.pod.cluster.local. 30 IN A 10.244.1.5"]);
+        assert_eq!(c.query("10-244-1.default.pod.cluster.local", QType::A).unwrap().rcode, Rcode::NxDomain);
+    }
+
+    #[test]
+    fn search_path_follows_ndots() {
+        let c = cluster();
+        assert_eq!(
+            c.candidates("web", "default"),
+            ["web.default.svc.cluster.local.", "web.svc.cluster.local.", "web.cluster.local.", "web."]
+        );
+        assert_eq!(c.candidates("web.default.svc.cluster.local.", "x"), ["web.default.svc.cluster.local."]);
+        let many = c.candidates("a.b.c.d.e.f", "ns");
+        assert_eq!(many[0], "a.b.c.d.e.f.", "five dots or more: as given first");
+
+        let l = c.search("web", QType::A, "default");
+        assert_eq!(l.tried, ["web.default.svc.cluster.local."]);
+        assert_eq!(lines(&l.response.unwrap().answer), ["web.default.svc.cluster.local. 30 IN A 10.96.0.50"]);
+
+        // From another namespace the short name fails, `web.default` works.
+        let l = c.search("web", QType::A, "data");
+        assert_eq!(l.response.as_ref().unwrap().rcode, Rcode::NxDomain);
+        assert_eq!(l.upstream, ["web."]);
+        assert_eq!(l.tried.len(), 3);
+        let l = c.search("web.default", QType::A, "data");
+        assert_eq!(l.response.unwrap().name, "web.default.svc.cluster.local.");
+
+        // NODATA is remembered while the search goes on.
+        let l = c.search("web", QType::Cname, "default");
+        let r = l.response.unwrap();
+        assert_eq!((r.rcode, r.name.as_str()), (Rcode::NoError, "web.default.svc.cluster.local."));
+
+        // Nothing inside the zone: no response.
+        assert_eq!(c.search("example.com.", QType::A, "default").response, None);
+    }
+
+    #[test]
+    fn qtype_parsing() {
+        assert_eq!(QType::parse("srv"), Some(QType::Srv));
+        assert_eq!(QType::parse("AAAA"), None);
+        assert_eq!(QType::Cname.to_string(), "CNAME");
+    }
+}
