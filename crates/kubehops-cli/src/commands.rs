@@ -3,7 +3,7 @@
 
 use crate::args::{self, Flag, Parsed};
 use crate::objects::Cluster;
-use crate::{input, objects, Error, Output, USAGE};
+use crate::{input, objects, Error, Output, SHORT_USAGE, USAGE};
 use kubehops_core::api::Node;
 use kubehops_core::apiserver::PortRange;
 use kubehops_core::dns::{ClusterDns, DnsConfig, QType, NDOTS};
@@ -55,7 +55,7 @@ const TRACE_SOURCE_PORT: u16 = 40000;
 pub fn dispatch(argv: &[String], stdin: &mut dyn Read) -> Result<Output, (String, Error)> {
     let usage_err = |message: String, usage: &'static str| (String::new(), Error::Usage { message, usage });
     let Some((cmd, rest)) = argv.split_first() else {
-        return Err(usage_err("no command given".into(), USAGE));
+        return Err(usage_err("no command given".into(), SHORT_USAGE));
     };
     let (flags, usage): (&[Flag], &'static str) = match cmd.as_str() {
         "iptables-save" => (&[args::FILENAME, args::NODE_PORT_RANGE, args::HELP, args::NODE], IPTABLES_USAGE),
@@ -66,7 +66,7 @@ pub fn dispatch(argv: &[String], stdin: &mut dyn Read) -> Result<Output, (String
         "get" => (&[args::FILENAME, args::NODE_PORT_RANGE, args::HELP, args::NAMESPACE, args::ALL_NAMESPACES, args::OUTPUT, args::NOW], GET_USAGE),
         "dig" => (&[args::FILENAME, args::NODE_PORT_RANGE, args::HELP, args::NAMESPACE], DIG_USAGE),
         "help" | "-h" | "--help" => return Ok(Output { stdout: USAGE.into(), stderr: String::new() }),
-        other => return Err(usage_err(format!("unknown command \"{other}\""), USAGE)),
+        other => return Err(usage_err(format!("unknown command \"{other}\""), SHORT_USAGE)),
     };
     let p = args::parse(rest, flags).map_err(|m| usage_err(m, usage))?;
     if p.switch("help") {
@@ -79,7 +79,7 @@ pub fn dispatch(argv: &[String], stdin: &mut dyn Read) -> Result<Output, (String
         "get" => get(&p, stdin, &usage_of),
         _ => dig(&p, stdin, &usage_of),
     };
-    result.map_err(|(w, e)| (w, e))
+    result
 }
 
 type Outcome = Result<Output, (String, Error)>;

@@ -105,6 +105,16 @@ KubeProxyConfiguration. Other kinds are skipped with a warning.
   -h, --help                             show this help
 ";
 
+/// What a wrong command line without a known command prints.
+pub const SHORT_USAGE: &str = "\
+Usage:
+  kubehops iptables-save [--node NAME] -f FILE...
+  kubehops trace [--node NAME] --src IP --dst IP --dport PORT [--proto tcp|udp|sctp] [--from-node] [-o json] -f FILE...
+  kubehops get svc [-n NAMESPACE | -A] [-o wide] [--now RFC3339] -f FILE...
+  kubehops dig NAME [A|SRV|CNAME] [-n NAMESPACE] -f FILE...
+Run 'kubehops --help' for more.
+";
+
 /// Runs the program on `args` (without the program name) and returns the
 /// exit code: 0 on success, 1 when the input or the model says no, 2 for a
 /// wrong command line.

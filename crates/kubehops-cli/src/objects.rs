@@ -134,9 +134,11 @@ pub fn load(docs: &[Document], node_port_range: PortRange) -> Result<Cluster, Er
         named.insert((r.svc.namespace.clone(), r.svc.name.clone()), r.named_targets.clone());
         services.push(resolve_named_targets(r, &c.pods, &c.slices)?);
     }
-    services.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    // Admitted in the order given, so a conflict is charged to the later
+    // object, as the API server charges it to the later request.
     let config = ApiServerConfig { node_port_range, ..Default::default() };
     c.services = admit_stored_services(services, &config).map_err(Error::Invalid)?;
+    c.services.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
 
     if pods_given {
         let generated: Vec<EndpointSlice> = c
@@ -397,9 +399,7 @@ fn service(v: &Value, name: &str, namespace: &str, range: PortRange, warnings: &
     let created = r.timestamp(meta.and_then(|m| m.get("creationTimestamp")), "metadata.creationTimestamp");
     let spec_v = r.obj(v.get("spec"), "spec");
     let field = |k: &str| spec_v.and_then(|s| s.get(k));
-    let mut spec = ServiceSpec::default();
-
-    spec.type_ = match r.str(field("type"), "spec.type") {
+    let type_ = match r.str(field("type"), "spec.type") {
         None | Some("") | Some("ClusterIP") => ServiceType::ClusterIP,
         Some("NodePort") => ServiceType::NodePort,
         Some("LoadBalancer") => ServiceType::LoadBalancer,
@@ -409,6 +409,7 @@ fn service(v: &Value, name: &str, namespace: &str, range: PortRange, warnings: &
             ServiceType::ClusterIP
         }
     };
+    let mut spec = ServiceSpec { type_, ..Default::default() };
 
     // clusterIP and clusterIPs agree, or clusterIPs fills in clusterIP; the
     // API server reports the address under clusterIPs[0].
@@ -618,9 +619,11 @@ fn slices_for(svc: &Service, pods: &[PodInfo], named: &[(usize, String)]) -> Vec
     if svc.spec.selector.is_empty() || svc.spec.type_ == ServiceType::ExternalName {
         return Vec::new();
     }
-    let mut groups: BTreeMap<Vec<(Option<String>, Protocol, u16)>, Vec<&PodInfo>> = BTreeMap::new();
+    // Slice ports (name, protocol, number) → the Pods with exactly those.
+    type PortSet = Vec<(Option<String>, Protocol, u16)>;
+    let mut groups: BTreeMap<PortSet, Vec<&PodInfo>> = BTreeMap::new();
     for p in pods.iter().filter(|p| selects(svc, &p.pod)) {
-        let ports: Vec<(Option<String>, Protocol, u16)> = svc
+        let ports: PortSet = svc
             .spec
             .ports
             .iter()
@@ -847,4 +850,274 @@ fn kube_proxy_config(v: &Value, name: &str) -> Result<KubeProxyConfig, Error> {
     cfg.localhost_node_ports = r.bool(ipt.and_then(|i| i.get("localhostNodePorts")), "iptables.localhostNodePorts").unwrap_or(true);
     r.finish("KubeProxyConfiguration", name)?;
     Ok(cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kubehops_core::net::ip;
+
+    fn docs(yaml: &str) -> Vec<Document> {
+        crate::input::documents(&crate::input::Source { name: "t.yaml".into(), text: yaml.into() }).expect("parses")
+    }
+
+    fn load_yaml(yaml: &str) -> Result<Cluster, Error> {
+        load(&docs(yaml), PortRange::DEFAULT)
+    }
+
+    fn causes(e: Error) -> Vec<String> {
+        match e {
+            Error::Invalid(a) => a.causes.iter().map(crate::cause).collect(),
+            other => panic!("not a validation error: {other}"),
+        }
+    }
+
+    #[test]
+    fn service_fields_map_to_the_model() {
+        let c = load_yaml(
+            "apiVersion: v1
+kind: Service
+metadata: {name: edge, namespace: prod, creationTimestamp: '2024-05-01T12:00:00Z'}
+spec:
+  type: LoadBalancer
+  clusterIPs: [10.96.1.1, 'fd00::1']
+  externalTrafficPolicy: Local
+  internalTrafficPolicy: Local
+  healthCheckNodePort: 32000
+  sessionAffinity: ClientIP
+  sessionAffinityConfig: {clientIP: {timeoutSeconds: 600}}
+  externalIPs: [192.0.2.10]
+  loadBalancerSourceRanges: [' 198.51.100.0/24 ']
+  selector: {app: edge}
+  ports:
+    - {name: https, protocol: TCP, port: 443, targetPort: 8443, nodePort: 31443}
+    - {name: dns, protocol: UDP, port: 53}
+status:
+  loadBalancer:
+    ingress:
+      - {ip: 203.0.113.5, ipMode: Proxy}
+      - {hostname: lb.example.com}
+",
+        )
+        .unwrap();
+        let s = &c.services[0];
+        assert_eq!((s.namespace.as_str(), s.created), ("prod", Some(1714564800)));
+        assert_eq!(s.spec.cluster_ip, Some(ip(10, 96, 1, 1)), "the IPv4 entry of clusterIPs fills in clusterIP");
+        assert_eq!(s.spec.external_traffic_policy, TrafficPolicy::Local);
+        assert_eq!(s.spec.internal_traffic_policy, TrafficPolicy::Local);
+        assert_eq!(s.spec.health_check_node_port, Some(32000));
+        assert_eq!(s.spec.session_affinity, SessionAffinity::ClientIP { timeout_seconds: 600 });
+        assert_eq!(s.spec.external_ips, [ip(192, 0, 2, 10)]);
+        assert_eq!(s.spec.load_balancer_source_ranges, ["198.51.100.0/24".parse::<Cidr>().unwrap()]);
+        assert_eq!(s.spec.ports[0], ServicePort { name: Some("https".into()), protocol: Protocol::Tcp, port: 443, target_port: 8443, node_port: Some(31443) });
+        assert_eq!(s.spec.ports[1].target_port, 53, "targetPort defaults to port");
+        assert!(s.spec.ports[1].node_port.is_some(), "a missing node port is allocated");
+        assert_eq!(s.status.load_balancer_ingress, [LoadBalancerIngress { ip: ip(203, 0, 113, 5), ip_mode: IpMode::Proxy }]);
+        assert_eq!(c.warnings.len(), 1, "the hostname-only ingress is reported");
+        assert!(c.warnings[0].contains("ingress[1] has no ip"), "{}", c.warnings[0]);
+    }
+
+    #[test]
+    fn headless_defaults_and_affinity_timeout_default() {
+        let c = load_yaml(
+            "apiVersion: v1
+kind: Service
+metadata: {name: db}
+spec: {clusterIP: None, sessionAffinity: ClientIP, ports: [{port: 5432}]}
+",
+        )
+        .unwrap();
+        let s = &c.services[0];
+        assert!(s.spec.headless && s.spec.cluster_ip.is_none());
+        assert_eq!((s.namespace.as_str(), s.created), ("default", None));
+        assert_eq!(s.spec.session_affinity, SessionAffinity::ClientIP { timeout_seconds: 10800 });
+    }
+
+    #[test]
+    fn cluster_ip_and_cluster_ips_must_agree() {
+        let e = load_yaml("apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {clusterIP: 10.96.0.1, clusterIPs: [10.96.0.2], ports: [{port: 80}]}\n").unwrap_err();
+        assert_eq!(causes(e), ["spec.clusterIPs: Invalid value: []string{\"10.96.0.2\"}: first value must match `clusterIP`"]);
+        let e = load_yaml("apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {clusterIP: 'fd00::1', ports: [{port: 80}]}\n").unwrap_err();
+        assert_eq!(causes(e), ["spec.clusterIPs[0]: Invalid value: \"fd00::1\": kubehops models IPv4 only"]);
+    }
+
+    #[test]
+    fn unsupported_values_list_what_is_supported() {
+        let e = load_yaml(
+            "apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  externalTrafficPolicy: Global
+  sessionAffinity: Cookie
+  ports: [{port: 80, nodePort: 70000}]
+status: {loadBalancer: {ingress: [{ip: 203.0.113.1, ipMode: Magic}]}}
+",
+        )
+        .unwrap_err();
+        assert_eq!(
+            causes(e),
+            [
+                "spec.ports[0].nodePort: Invalid value: 70000: provided port is not in the valid range. The range of valid ports is 30000-32767",
+                "spec.externalTrafficPolicy: Unsupported value: \"Global\": supported values: \"Cluster\", \"Local\"",
+                "spec.sessionAffinity: Unsupported value: \"Cookie\": supported values: \"ClientIP\", \"None\"",
+                "status.loadBalancer.ingress[0].ipMode: Unsupported value: \"Magic\": supported values: \"Proxy\", \"VIP\"",
+            ]
+        );
+    }
+
+    const PODS: &str = "
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: a, labels: {app: web}}
+spec: {nodeName: node-1, containers: [{ports: [{name: http, containerPort: 8080}]}]}
+status: {podIP: 10.244.1.9, conditions: [{type: Ready, status: 'True'}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: b, labels: {app: web}}
+spec: {nodeName: node-2, containers: [{ports: [{name: http, containerPort: 9090}]}]}
+status: {podIP: 10.244.2.3, conditions: [{type: Ready, status: 'False'}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: c, labels: {app: web}, deletionTimestamp: '2024-05-01T12:00:00Z'}
+spec: {nodeName: node-2, containers: [{ports: [{name: http, containerPort: 8080}]}]}
+status: {podIP: 10.244.2.1, conditions: [{type: Ready, status: 'True'}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: pending, labels: {app: web}}
+spec: {containers: [{ports: [{name: http, containerPort: 8080}]}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: other, labels: {app: db}}
+spec: {nodeName: node-1}
+status: {podIP: 10.244.1.10}
+";
+
+    #[test]
+    fn slices_are_written_from_pods_with_named_ports_resolved_per_pod() {
+        let svc = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {clusterIP: 10.96.0.5, selector: {app: web}, ports: [{name: web, port: 80, targetPort: http}]}\n";
+        let c = load_yaml(&format!("{svc}{PODS}")).unwrap();
+        assert_eq!(c.pods.len(), 4, "the Pod without an address is left out");
+        assert_eq!(c.services[0].spec.ports[0].target_port, 8080, "the first selected Pod names the number");
+        assert_eq!(c.slices.len(), 2, "Pods whose port numbers differ go to different slices");
+        let by_port = |n: u16| c.slices.iter().find(|s| s.ports[0].port == n).expect("slice for port");
+        let eights: Vec<(Ipv4Addr, bool, bool, bool)> = by_port(8080).endpoints.iter().map(|e| (e.ip, e.ready, e.serving, e.terminating)).collect();
+        assert_eq!(eights, [(ip(10, 244, 1, 9), true, true, false), (ip(10, 244, 2, 1), false, true, true)]);
+        let nines: Vec<(Ipv4Addr, bool)> = by_port(9090).endpoints.iter().map(|e| (e.ip, e.ready)).collect();
+        assert_eq!(nines, [(ip(10, 244, 2, 3), false)]);
+        assert!(c.slices.iter().all(|s| s.service_name == "web" && s.ports[0].name.as_deref() == Some("web")));
+        assert_eq!(by_port(8080).endpoints[0].target_ref, "Pod/a");
+    }
+
+    #[test]
+    fn given_slices_win_over_pods_and_name_the_target_number() {
+        let yaml = "apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {selector: {app: nothing}, ports: [{name: web, port: 80, targetPort: http}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: web-1, labels: {kubernetes.io/service-name: web}}
+addressType: IPv4
+endpoints:
+  - addresses: [10.244.9.9]
+  - addresses: [10.244.9.8]
+    conditions: {ready: false, serving: true, terminating: true}
+ports: [{name: web, port: 7000}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: a, labels: {app: web}}
+status: {podIP: 10.244.1.9}
+";
+        let c = load_yaml(yaml).unwrap();
+        assert_eq!(c.services[0].spec.ports[0].target_port, 7000);
+        assert_eq!(c.slices.len(), 1, "no slice is written when one is given");
+        let e = &c.slices[0].endpoints;
+        assert!(e[0].ready && e[0].serving && !e[0].terminating, "unset conditions mean ready and serving");
+        assert!(!e[1].ready && e[1].serving && e[1].terminating);
+    }
+
+    #[test]
+    fn slices_without_a_service_label_or_ipv4_are_skipped_with_warnings() {
+        let c = load_yaml(
+            "apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: orphan}
+addressType: IPv4
+endpoints: []
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: v6, labels: {kubernetes.io/service-name: web}}
+addressType: IPv6
+endpoints: [{addresses: ['fd00::5']}]
+",
+        )
+        .unwrap();
+        assert!(c.slices.is_empty());
+        assert_eq!(c.warnings.len(), 2);
+        assert!(c.warnings[0].contains("no kubernetes.io/service-name label") && c.warnings[1].contains("addressType IPv6"), "{:?}", c.warnings);
+    }
+
+    #[test]
+    fn typed_lists_give_their_items_a_kind() {
+        let c = load_yaml(
+            "apiVersion: v1
+kind: NodeList
+items:
+  - metadata: {name: n1}
+    status: {addresses: [{type: InternalIP, address: 'fd00::1'}, {type: InternalIP, address: 10.0.0.1}]}
+    spec: {podCIDR: 10.244.0.0/24}
+",
+        )
+        .unwrap();
+        assert_eq!(c.nodes, [Node { name: "n1".into(), internal_ip: ip(10, 0, 0, 1), pod_cidr: Some("10.244.0.0/24".parse().unwrap()) }]);
+        let e = load_yaml("apiVersion: v1\nkind: Node\nmetadata: {name: n2}\n").unwrap_err();
+        assert_eq!(e.to_string(), "error: Node \"n2\" has no IPv4 InternalIP in status.addresses; kubehops needs it to place the node");
+    }
+
+    #[test]
+    fn kube_proxy_configuration_fields() {
+        let c = load_yaml(
+            "apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clusterCIDR: 'fd00:10::/56, 10.244.0.0/16'
+hostnameOverride: node-2
+iptables: {masqueradeAll: true, localhostNodePorts: false}
+",
+        )
+        .unwrap();
+        let cfg = c.proxy.unwrap();
+        assert_eq!(cfg.cluster_cidr, Some("10.244.0.0/16".parse().unwrap()));
+        assert_eq!(cfg.hostname_override.as_deref(), Some("node-2"));
+        assert!(cfg.masquerade_all && !cfg.localhost_node_ports);
+        let e = load_yaml("apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nclusterCIDR: nonsense\n").unwrap_err();
+        assert_eq!(e.to_string(), "The KubeProxyConfiguration is invalid: clusterCIDR: Invalid value: \"nonsense\": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)");
+        let two = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n---\napiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmetadata: {name: again}\n";
+        assert!(load_yaml(two).unwrap_err().to_string().contains("more than one KubeProxyConfiguration"));
+    }
+
+    #[test]
+    fn documents_that_are_not_objects() {
+        let e = load_yaml("- just\n- a list\n").unwrap_err();
+        assert_eq!(e.to_string(), "error: unable to decode document 1 of t.yaml: expected a Kubernetes object (a mapping with apiVersion and kind), found a list");
+        let e = load_yaml("kind: Service\n").unwrap_err();
+        assert_eq!(e.to_string(), "error: unable to decode document 1 of t.yaml: Object 'apiVersion' is missing");
+    }
+
+    #[test]
+    fn port_names_used_as_target_ports() {
+        assert!(port_name_errors("http").is_empty());
+        assert_eq!(port_name_errors("8080"), ["must contain at least one letter (a-z)"]);
+        assert_eq!(port_name_errors("a--b"), ["must contain consecutive hyphens"].map(|s| s.replace("must contain", "must not contain")));
+        assert_eq!(port_name_errors("-web").len(), 1);
+        assert_eq!(port_name_errors("a-very-long-port-name").len(), 1);
+    }
 }

@@ -580,6 +580,16 @@ pub fn admit_stored_services(services: Vec<Service>, config: &ApiServerConfig) -
                 }
             }
         }
+        if let Some(hc) = svc.spec.health_check_node_port {
+            if !api.node_ports.insert((Protocol::Tcp, hc)) {
+                causes.push(FieldError {
+                    field: "spec.healthCheckNodePort".into(),
+                    kind: FieldErrorKind::Invalid,
+                    value: Some(hc.to_string()),
+                    detail: "provided port is already allocated".into(),
+                });
+            }
+        }
         if !causes.is_empty() {
             return Err(err(svc, causes));
         }
@@ -625,6 +635,27 @@ pub fn admit_stored_services(services: Vec<Service>, config: &ApiServerConfig) -
                         };
                         return Err(err(&svc, vec![cause]));
                     }
+                }
+            }
+        }
+        // A LoadBalancer with externalTrafficPolicy Local gets a node port
+        // for the balancer's health checks.
+        let needs_health_check = svc.spec.type_ == ServiceType::LoadBalancer && svc.spec.external_traffic_policy == crate::api::TrafficPolicy::Local;
+        if needs_health_check && svc.spec.health_check_node_port.is_none() {
+            let index = svc.spec.ports.len();
+            match api.next_node_port(&key, index, Protocol::Tcp, &BTreeSet::new()) {
+                Some(np) => {
+                    api.node_ports.insert((Protocol::Tcp, np));
+                    svc.spec.health_check_node_port = Some(np);
+                }
+                None => {
+                    let cause = FieldError {
+                        field: "spec.healthCheckNodePort".into(),
+                        kind: FieldErrorKind::Invalid,
+                        value: Some("0".into()),
+                        detail: "failed to allocate a nodePort: range is full".into(),
+                    };
+                    return Err(err(&svc, vec![cause]));
                 }
             }
         }
@@ -921,6 +952,18 @@ mod stored_service_tests {
         assert_ne!(ip, ip_of(&out[0]));
         let np = out[1].spec.ports[0].node_port.expect("allocated");
         assert!(PortRange::DEFAULT.contains(np) && np != 31000);
+        assert_eq!(out[1].spec.health_check_node_port, None, "only for externalTrafficPolicy Local");
+
+        let mut local = svc("local", ServiceType::LoadBalancer);
+        local.spec.external_traffic_policy = crate::api::TrafficPolicy::Local;
+        let out = admit_stored_services(vec![local.clone()], &ApiServerConfig::default()).unwrap();
+        let hc = out[0].spec.health_check_node_port.expect("health check node port allocated");
+        assert!(PortRange::DEFAULT.contains(hc) && Some(hc) != out[0].spec.ports[0].node_port);
+        let mut clash = svc("clash", ServiceType::NodePort);
+        clash.spec.ports[0].node_port = Some(31500);
+        local.spec.health_check_node_port = Some(31500);
+        let e = admit_stored_services(vec![clash, local], &ApiServerConfig::default()).unwrap_err();
+        assert_eq!(e.to_string(), "Service \"local\" is invalid: spec.healthCheckNodePort: Invalid value: 31500: provided port is already allocated");
     }
 
     fn ip_of(s: &Service) -> Ipv4Addr {

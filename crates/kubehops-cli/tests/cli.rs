@@ -1,0 +1,471 @@
+//! Runs the built `kubehops` binary on the fixtures in `tests/fixtures/`.
+//!
+//! Good input: stdout is compared with `tests/golden/<case>.txt`; run with
+//! `UPDATE_EXPECT=1` to rewrite those files after an intended change, then
+//! review the diff. Outputs that depend on kube-proxy's rule layout also get
+//! checks of facts that hold whatever the layout.
+//!
+//! Bad input: the exit code and the exact message on stderr.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+/// The good cluster: a directory with cluster.yaml (YAML stream) and
+/// shop.json (a JSON List with a LoadBalancer Service and its Pods).
+const CLUSTER: [&str; 2] = ["-f", "tests/fixtures/cluster"];
+const NOW: [&str; 2] = ["--now", "2024-05-01T12:05:30Z"];
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs the binary in the crate's directory, so fixture paths in messages
+/// are the relative ones given here.
+fn kubehops_with_stdin(args: &[&str], stdin: &str) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kubehops"))
+        .args(args)
+        .current_dir(manifest_dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kubehops");
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+    let out = child.wait_with_output().expect("wait for kubehops");
+    Run {
+        code: out.status.code().expect("exit code (not killed by a signal)"),
+        stdout: String::from_utf8(out.stdout).expect("utf-8 stdout"),
+        stderr: String::from_utf8(out.stderr).expect("utf-8 stderr"),
+    }
+}
+
+fn kubehops(args: &[&str]) -> Run {
+    kubehops_with_stdin(args, "")
+}
+
+fn with(parts: &[&[&str]]) -> Vec<String> {
+    parts.iter().flat_map(|p| p.iter().map(|s| s.to_string())).collect()
+}
+
+fn run_ok(args: &[String]) -> String {
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = kubehops(&a);
+    assert_eq!(r.code, 0, "kubehops {}\nstderr: {}", a.join(" "), r.stderr);
+    assert_eq!(r.stderr, "", "kubehops {} wrote to stderr", a.join(" "));
+    r.stdout
+}
+
+fn check_golden(name: &str, actual: &str) {
+    let path = manifest_dir().join("tests/golden").join(format!("{name}.txt"));
+    if std::env::var_os("UPDATE_EXPECT").is_some() {
+        std::fs::write(&path, actual).expect("write golden file");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| panic!("missing {}; run with UPDATE_EXPECT=1", path.display()));
+    if expected != actual {
+        let first = expected.lines().zip(actual.lines()).position(|(a, b)| a != b).unwrap_or(expected.lines().count().min(actual.lines().count()));
+        panic!(
+            "{name} differs from {} at line {}:\n  expected: {:?}\n  actual:   {:?}\n(run with UPDATE_EXPECT=1 to accept)",
+            path.display(),
+            first + 1,
+            expected.lines().nth(first),
+            actual.lines().nth(first)
+        );
+    }
+}
+
+// ------------------------------------------------------------ iptables-save
+
+fn assert_iptables_save_shape(out: &str) {
+    assert!(out.starts_with("*filter\n"), "starts with the filter table:\n{out}");
+    assert!(out.contains("\nCOMMIT\n*nat\n"), "filter is committed, then nat");
+    assert!(out.ends_with("\nCOMMIT\n"), "ends with COMMIT");
+    assert_eq!(out.lines().filter(|l| *l == "COMMIT").count(), 2);
+    for l in out.lines() {
+        assert!(l.starts_with('*') || l.starts_with(':') || l.starts_with("-A ") || l == "COMMIT", "not an iptables-save line: {l:?}");
+    }
+}
+
+#[test]
+fn iptables_save_for_a_named_node() {
+    let out = run_ok(&with(&[&["iptables-save", "--node", "node-1"], &CLUSTER]));
+    assert_iptables_save_shape(&out);
+    // Facts of the input, whatever the rule layout: web's node port and both
+    // endpoints; shop's endpoints come from its Pods, with the named
+    // targetPort `http` resolved to 8080.
+    assert!(out.contains("--dport 30080"));
+    for ep in ["10.244.1.5:8080", "10.244.3.9:8080", "10.244.2.7:8080", "10.244.3.4:8080"] {
+        assert!(out.contains(&format!("--to-destination {ep}")), "DNAT to {ep}");
+    }
+    assert!(!out.contains("10.244.2.9"), "the headless Service gets no rules");
+    check_golden("iptables-save-node-1", &out);
+}
+
+#[test]
+fn iptables_save_takes_the_node_from_hostname_override() {
+    let out = run_ok(&with(&[&["iptables-save"], &CLUSTER, &["-f", "tests/fixtures/kube-proxy.yaml"]]));
+    assert_iptables_save_shape(&out);
+    assert!(out.contains("10.244.0.0/16"), "clusterCIDR is used");
+    // shop's externalTrafficPolicy is Local and node-2 runs one of its Pods,
+    // node-1 none: the rules differ, so the node really is node-2.
+    let node_1 = run_ok(&with(&[&["iptables-save", "--node", "node-1"], &CLUSTER, &["-f", "tests/fixtures/kube-proxy.yaml"]]));
+    let node_2 = run_ok(&with(&[&["iptables-save", "--node", "node-2"], &CLUSTER, &["-f", "tests/fixtures/kube-proxy.yaml"]]));
+    assert_ne!(out, node_1);
+    assert_eq!(out, node_2);
+    check_golden("iptables-save-node-2-kube-proxy-config", &out);
+}
+
+#[test]
+fn directory_file_and_stdin_inputs_agree() {
+    let from_dir = run_ok(&with(&[&["iptables-save", "--node", "node-3"], &CLUSTER]));
+    let from_files = run_ok(&with(&[
+        &["iptables-save", "--node", "node-3"],
+        &["-f", "tests/fixtures/cluster/cluster.yaml", "--filename=tests/fixtures/cluster/shop.json"],
+    ]));
+    assert_eq!(from_dir, from_files);
+    let yaml = std::fs::read_to_string(manifest_dir().join("tests/fixtures/cluster/cluster.yaml")).unwrap();
+    let r = kubehops_with_stdin(&["iptables-save", "--node", "node-3", "-f", "-", "-f", "tests/fixtures/cluster/shop.json"], &yaml);
+    assert_eq!((r.code, r.stderr.as_str()), (0, ""));
+    assert_eq!(r.stdout, from_dir);
+}
+
+// -------------------------------------------------------------------- trace
+
+const FROM_OUTSIDE: [&str; 4] = ["--src", "198.51.100.7", "--dport", "30080"];
+
+/// The last three lines of a text trace, split at ": ".
+fn trace_summary(out: &str) -> (String, String, String) {
+    let tail: Vec<&str> = out.lines().rev().take(3).collect();
+    assert_eq!(tail.len(), 3, "{out}");
+    let field = |line: &str, key: &str| line.strip_prefix(&format!("{key}: ")).unwrap_or_else(|| panic!("expected {key}: in {line:?}")).to_string();
+    (field(tail[2], "verdict"), field(tail[1], "targets"), field(tail[0], "masquerade"))
+}
+
+#[test]
+fn trace_text_ends_with_verdict_targets_and_masquerade() {
+    let out = run_ok(&with(&[&["trace", "--node", "node-2", "--dst", "10.0.0.12"], &FROM_OUTSIDE, &CLUSTER]));
+    let (verdict, targets, masq) = trace_summary(&out);
+    assert_eq!(verdict, "DNAT");
+    assert_eq!(targets, "10.244.1.5:8080, 10.244.3.9:8080");
+    assert!(masq == "true" || masq == "false");
+    for l in out.lines().rev().skip(3) {
+        assert!(l.starts_with("nat: -A ") || l.starts_with("filter: -A ") || l.starts_with("mangle: -A ") || l.starts_with("raw: -A "), "matched rule line: {l:?}");
+    }
+    check_golden("trace-nodeport-from-outside", &out);
+}
+
+fn trace_json(args: &[String]) -> serde_json::Map<String, serde_json::Value> {
+    let out = run_ok(args);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}):\n{out}"));
+    let obj = v.as_object().expect("a JSON object").clone();
+    let keys: Vec<&str> = obj.keys().map(String::as_str).collect();
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    for k in ["verdict", "targets", "masquerade"] {
+        assert!(obj.contains_key(k), "key {k} in {out}");
+    }
+    let verdict = obj["verdict"].as_str().expect("verdict is a string");
+    assert!(["DNAT", "REJECT", "DROP", "ACCEPT", "NONE"].contains(&verdict), "{verdict}");
+    assert!(obj["masquerade"].is_boolean());
+    for t in obj["targets"].as_array().expect("targets is a list") {
+        let t = t.as_str().expect("target is a string");
+        let (ip, port) = t.rsplit_once(':').expect("ip:port");
+        assert!(ip.parse::<std::net::Ipv4Addr>().is_ok() && port.parse::<u16>().is_ok(), "{t}");
+    }
+    obj
+}
+
+#[test]
+fn trace_json_has_exactly_the_three_keys() {
+    // shop has externalTrafficPolicy Local: from outside, the balancer's
+    // address reaches only the Pods on the node the packet arrives at.
+    let lb = |node: &str| with(&[&["trace", "--node", node, "--src", "198.51.100.7", "--dst", "203.0.113.10", "--dport", "80", "-o", "json"], &CLUSTER]);
+    let obj = trace_json(&lb("node-2"));
+    assert_eq!(obj["verdict"], "DNAT");
+    assert_eq!(obj["targets"], serde_json::json!(["10.244.2.7:8080"]));
+    check_golden("trace-loadbalancer-local-json", &run_ok(&lb("node-2")));
+    let obj = trace_json(&lb("node-1"));
+    assert_eq!(obj["targets"], serde_json::json!([]), "node-1 runs none of shop's Pods");
+    // UDP to the same address matches nothing of kube-proxy's.
+    let args = with(&[&["trace", "--node", "node-1", "--src", "198.51.100.7", "--dst", "203.0.113.10", "--dport", "80", "--proto", "udp", "-o", "json"], &CLUSTER]);
+    let obj = trace_json(&args);
+    assert_eq!(obj["targets"], serde_json::json!([]));
+}
+
+#[test]
+fn trace_from_the_node_and_without_endpoints() {
+    let out = run_ok(&with(&[&["trace", "--node", "node-3", "--src", "10.0.0.13", "--dst", "10.96.0.50", "--dport", "80", "--from-node"], &CLUSTER]));
+    assert_eq!(trace_summary(&out).1, "10.244.1.5:8080, 10.244.3.9:8080");
+    check_golden("trace-cluster-ip-from-node", &out);
+    // `api` has no endpoints; its cluster IP was allocated by kubehops.
+    let api_ip = run_ok(&with(&[&["get", "svc"], &CLUSTER, &NOW]))
+        .lines()
+        .find(|l| l.starts_with("api "))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .expect("api row")
+        .to_string();
+    let out = run_ok(&with(&[&["trace", "--node", "node-1", "--src", "10.244.1.5", "--dst", &api_ip, "--dport", "443"], &CLUSTER]));
+    let (verdict, targets, _) = trace_summary(&out);
+    assert_eq!((verdict.as_str(), targets.as_str()), ("REJECT", "<none>"));
+    check_golden("trace-no-endpoints", &out);
+}
+
+// ------------------------------------------------------------------ get svc
+
+#[test]
+fn get_svc_default_namespace() {
+    let out = run_ok(&with(&[&["get", "svc"], &CLUSTER, &NOW]));
+    let names: Vec<&str> = out.lines().skip(1).map(|l| l.split(' ').next().unwrap_or("")).collect();
+    assert_eq!(names, ["api", "docs", "shop", "web"], "sorted by name, db is in another namespace");
+    check_golden("get-svc", &out);
+}
+
+#[test]
+fn get_svc_all_namespaces_wide() {
+    let out = run_ok(&with(&[&["get", "services", "-A", "-owide"], &CLUSTER, &NOW]));
+    assert!(out.starts_with("NAMESPACE   NAME "), "{out}");
+    assert!(out.lines().nth(1).unwrap_or("").starts_with("data        db     ClusterIP      None "), "{out}");
+    check_golden("get-svc-all-namespaces-wide", &out);
+}
+
+#[test]
+fn get_svc_in_an_empty_namespace_says_so_on_stderr() {
+    let r = kubehops(&with(&[&["get", "svc", "-n", "nothing"], &CLUSTER]).iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!((r.code, r.stdout.as_str(), r.stderr.as_str()), (0, "", "No resources found in nothing namespace.\n"));
+    let r = kubehops(&["get", "svc", "-A", "-f", "tests/fixtures/kube-proxy.yaml"]);
+    assert_eq!((r.code, r.stdout.as_str(), r.stderr.as_str()), (0, "", "No resources found\n"));
+}
+
+#[test]
+fn other_kinds_are_skipped_with_a_warning() {
+    let r = kubehops(&["get", "svc", "-f", "tests/fixtures/with-deployment.yaml", "--now", "2024-05-01T12:00:09Z"]);
+    assert_eq!(r.code, 0);
+    assert_eq!(
+        r.stderr,
+        "warning: skipping apps/v1 Deployment \"web\" in tests/fixtures/with-deployment.yaml: kubehops reads v1 Service, Node, Pod and Namespace, discovery.k8s.io/v1 EndpointSlice and kubeproxy.config.k8s.io/v1alpha1 KubeProxyConfiguration\n"
+    );
+    assert_eq!(r.stdout, "NAME   TYPE        CLUSTER-IP   EXTERNAL-IP   PORT(S)   AGE\nweb    ClusterIP   10.96.0.50   <none>        80/TCP    9s\n");
+}
+
+// ---------------------------------------------------------------------- dig
+
+#[test]
+fn dig_goldens() {
+    let cases: [(&str, &[&str]); 9] = [
+        ("dig-web", &["web"]),
+        ("dig-web-srv", &["_http._tcp.web", "SRV"]),
+        ("dig-headless-from-its-namespace", &["db", "-n", "data"]),
+        ("dig-headless-from-default", &["db.data"]),
+        ("dig-headless-endpoint", &["10-244-1-8.db.data.svc.cluster.local."]),
+        ("dig-external-name-cname", &["docs", "CNAME"]),
+        ("dig-external-name-a", &["docs"]),
+        ("dig-nxdomain", &["nope"]),
+        ("dig-fqdn-srv", &["shop.default.svc.cluster.local.", "srv"]),
+    ];
+    for (name, args) in cases {
+        let out = run_ok(&with(&[&["dig"], args, &CLUSTER]));
+        assert!(out.contains(";; ->>HEADER<<- opcode: QUERY, status: "), "{name}: {out}");
+        check_golden(name, &out);
+    }
+}
+
+#[test]
+fn dig_answers() {
+    let answer = |args: &[&str]| -> Vec<String> {
+        let out = run_ok(&with(&[&["dig"], args, &CLUSTER]));
+        out.split("\n;; ANSWER SECTION:\n").nth(1).unwrap_or("").split("\n\n").next().unwrap_or("").lines().map(String::from).collect()
+    };
+    assert_eq!(answer(&["web"]), ["web.default.svc.cluster.local. 30 IN A 10.96.0.50"]);
+    assert_eq!(answer(&["_http._tcp.web", "SRV"]), ["_http._tcp.web.default.svc.cluster.local. 30 IN SRV 0 100 80 web.default.svc.cluster.local."]);
+    assert_eq!(answer(&["db", "-n", "data"]), ["db.data.svc.cluster.local. 30 IN A 10.244.1.8"], "only the ready endpoint");
+    assert_eq!(answer(&["docs"]), ["docs.default.svc.cluster.local. 30 IN CNAME docs.example.com."]);
+    assert!(answer(&["db"]).is_empty(), "db is not in namespace default");
+    let out = run_ok(&with(&[&["dig", "nope"], &CLUSTER]));
+    assert!(out.contains("status: NXDOMAIN"));
+    let r = kubehops(&with(&[&["dig", "example.com."], &CLUSTER]).iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(r.code, 1);
+    assert_eq!(r.stderr, "error: example.com. is outside the cluster domain cluster.local: CoreDNS forwards such names upstream, which kubehops does not model\n");
+}
+
+// ---------------------------------------------------------------- bad input
+
+/// Each case: the arguments, and the exact stderr; stdout must be empty and
+/// the exit code 1.
+#[test]
+fn bad_input_is_rejected_in_the_api_servers_words() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["-f", "tests/fixtures/bad/nodeport-out-of-range.yaml"],
+            "The Service \"web\" is invalid: spec.ports[0].nodePort: Invalid value: 29000: provided port is not in the valid range. The range of valid ports is 30000-32767\n",
+        ),
+        (&["-f", "tests/fixtures/bad/port-zero.yaml"], "The Service \"web\" is invalid: spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive\n"),
+        (
+            &["-f", "tests/fixtures/bad/bad-cluster-ip.yaml"],
+            "The Service \"web\" is invalid: spec.clusterIPs[0]: Invalid value: \"10.0.0.300\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)\n",
+        ),
+        (
+            &["-f", "tests/fixtures/bad/bad-type.yaml"],
+            "The Service \"web\" is invalid: spec.type: Unsupported value: \"Foo\": supported values: \"ClusterIP\", \"ExternalName\", \"LoadBalancer\", \"NodePort\"\n",
+        ),
+        (
+            &["-f", "tests/fixtures/bad/headless-nodeport.yaml"],
+            "The Service \"web\" is invalid: spec.clusterIPs[0]: Invalid value: \"None\": may not be set to 'None' for NodePort services\n",
+        ),
+        (&["-f", "tests/fixtures/bad/external-name-missing.yaml"], "The Service \"docs\" is invalid: spec.externalName: Required value\n"),
+        (
+            &["-f", "tests/fixtures/bad/several-problems.yaml"],
+            "The Service \"web\" is invalid: \n\
+             * spec.ports[0].protocol: Unsupported value: \"tcp\": supported values: \"SCTP\", \"TCP\", \"UDP\"\n\
+             * spec.ports[0].port: Invalid value: 70000: must be between 1 and 65535, inclusive\n\
+             * spec.ports[1].targetPort: Invalid value: \"my_port\": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)\n",
+        ),
+        (
+            &["-f", "tests/fixtures/bad/wrong-types.yaml"],
+            "The Service \"web\" is invalid: \n* spec.ports: Invalid value: {\"port\":80}: must be a list\n* spec.selector: Invalid value: [\"app\",\"web\"]: must be an object\n",
+        ),
+        (
+            &["-f", "tests/fixtures/bad/bad-timestamp.yaml"],
+            "The Service \"web\" is invalid: metadata.creationTimestamp: Invalid value: \"yesterday\": must be an RFC 3339 time such as 2024-05-01T12:00:00Z\n",
+        ),
+        (
+            &["-f", "tests/fixtures/bad/unresolved-named-port.yaml"],
+            "The Service \"web\" is invalid: spec.ports[0].targetPort: Invalid value: \"http\": kubehops could not resolve this named port: no selected Pod has a container port of that name, and no EndpointSlice of the Service lists the port's number\n",
+        ),
+        (
+            &["-f", "tests/fixtures/bad/bad-slice-address.yaml"],
+            "The EndpointSlice \"web-abcde\" is invalid: endpoints[0].addresses[0]: Invalid value: \"10.244.1.500\": must be a valid IPv4 address\n",
+        ),
+        (
+            &["-f", "tests/fixtures/cluster", "-f", "tests/fixtures/bad/port-conflict.yaml"],
+            "The Service \"other\" is invalid: spec.ports[0].nodePort: Invalid value: 30080: provided port is already allocated\n",
+        ),
+        (
+            &["-f", "tests/fixtures/cluster", "--service-node-port-range", "20000-22767"],
+            "The Service \"web\" is invalid: spec.ports[0].nodePort: Invalid value: 30080: provided port is not in the valid range. The range of valid ports is 20000-22767\n",
+        ),
+        (
+            &["-f", "tests/fixtures/bad/malformed.yaml"],
+            "error: error parsing tests/fixtures/bad/malformed.yaml: yaml: line 5, column 13: mapping values are not allowed in this context\n",
+        ),
+        (&["-f", "tests/fixtures/bad/malformed.json"], "error: error parsing tests/fixtures/bad/malformed.json: json: line 4, column 30: trailing comma\n"),
+        (&["-f", "tests/fixtures/bad/missing-kind.yaml"], "error: unable to decode document 1 of tests/fixtures/bad/missing-kind.yaml: Object 'Kind' is missing\n"),
+        (&["-f", "tests/fixtures/bad/nope.yaml"], "error: the path \"tests/fixtures/bad/nope.yaml\" does not exist\n"),
+        (
+            &["-f", "tests/fixtures/cluster", "-f", "tests/fixtures/cluster/cluster.yaml"],
+            "error: Node \"node-1\" is given twice (in tests/fixtures/cluster/cluster.yaml and tests/fixtures/cluster/cluster.yaml)\n",
+        ),
+    ];
+    for (files, want) in cases {
+        let args = with(&[&["get", "svc"], files]);
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let r = kubehops(&a);
+        assert_eq!(r.stderr, *want, "kubehops {}", a.join(" "));
+        assert_eq!((r.code, r.stdout.as_str()), (1, ""), "kubehops {}", a.join(" "));
+    }
+}
+
+#[test]
+fn unknown_node_lists_the_known_ones() {
+    for cmd in [&["iptables-save"][..], &["trace", "--src", "1.2.3.4", "--dst", "10.96.0.50", "--dport", "80"]] {
+        let args = with(&[cmd, &["--node", "node-9"], &CLUSTER]);
+        let r = kubehops(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!((r.code, r.stdout.as_str()), (1, ""));
+        assert_eq!(r.stderr, "error: node \"node-9\" not found; the nodes given are: node-1, node-2, node-3\n");
+    }
+    let r = kubehops(&["iptables-save", "--node", "node-1", "-f", "tests/fixtures/with-deployment.yaml"]);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.ends_with("error: node \"node-1\" not found: no Node objects were given\n"), "{}", r.stderr);
+}
+
+// ---------------------------------------------------------- command line
+
+#[test]
+fn usage_errors_exit_2_with_usage() {
+    let cases: &[(&[&str], &str)] = &[
+        (&[], "error: no command given\n"),
+        (&["frobnicate"], "error: unknown command \"frobnicate\"\n"),
+        (&["get", "svc", "--bogus", "-f", "x"], "error: unknown flag: --bogus\n"),
+        (&["get", "pods", "-f", "tests/fixtures/cluster"], "error: unsupported resource type \"pods\": kubehops get lists services (svc)\n"),
+        (&["get", "svc", "-o", "json", "-f", "tests/fixtures/cluster"], "error: unsupported output format \"json\": use -o wide or leave -o out\n"),
+        (&["get", "svc", "--now", "noon", "-f", "tests/fixtures/cluster"], "error: invalid argument \"noon\" for \"--now\": want an RFC 3339 time such as 2024-05-01T12:00:00Z\n"),
+        (&["get", "svc"], "error: no input: give -f FILE (a file, a directory, or - for stdin)\n"),
+        (&["get", "svc", "-f"], "error: flag needs an argument: -f\n"),
+        (
+            &["get", "svc", "--service-node-port-range", "3-1", "-f", "tests/fixtures/cluster"],
+            "error: invalid argument \"3-1\" for \"--service-node-port-range\": want FIRST-LAST, such as 30000-32767\n",
+        ),
+        (&["iptables-save", "-f", "tests/fixtures/cluster"], "error: --node is required (or give a KubeProxyConfiguration with hostnameOverride)\n"),
+        (&["trace", "--node", "node-1", "--src", "1.2.3", "--dst", "10.96.0.50", "--dport", "80", "-f", "tests/fixtures/cluster"], "error: invalid argument \"1.2.3\" for \"--src\": want an IPv4 address\n"),
+        (&["trace", "--node", "node-1", "--src", "1.2.3.4", "--dst", "10.96.0.50", "-f", "tests/fixtures/cluster"], "error: --dport is required\n"),
+        (&["trace", "--node", "node-1", "--src", "1.2.3.4", "--dst", "10.96.0.50", "--dport", "0", "-f", "tests/fixtures/cluster"], "error: invalid argument \"0\" for \"--dport\": want a port from 1 to 65535\n"),
+        (&["trace", "--node", "node-1", "--src", "1.2.3.4", "--dst", "10.96.0.50", "--dport", "80", "--proto", "icmp", "-f", "x"], "error: invalid argument \"icmp\" for \"--proto\": want tcp, udp or sctp\n"),
+        (&["dig", "-f", "tests/fixtures/cluster"], "error: a name to look up is required\n"),
+        (&["dig", "web", "AAAA", "-f", "tests/fixtures/cluster"], "error: unsupported query type \"AAAA\": kubehops answers A, SRV and CNAME\n"),
+        (&["dig", "a..b", "-f", "tests/fixtures/cluster"], "error: \"a..b\" is not a domain name\n"),
+        (&["iptables-save", "extra", "-f", "x"], "error: unexpected argument \"extra\"\n"),
+    ];
+    for (args, first_line) in cases {
+        let r = kubehops(args);
+        assert_eq!(r.code, 2, "kubehops {}: {}", args.join(" "), r.stderr);
+        assert!(r.stderr.starts_with(first_line), "kubehops {}:\n{}", args.join(" "), r.stderr);
+        assert!(r.stderr.contains("Usage: kubehops") || r.stderr.contains("Usage:\n  kubehops"), "usage shown: {}", r.stderr);
+        assert_eq!(r.stdout, "");
+    }
+}
+
+#[test]
+fn help_goes_to_stdout() {
+    for args in [&["--help"][..], &["help"], &["dig", "--help"], &["trace", "-h"]] {
+        let r = kubehops(args);
+        assert_eq!((r.code, r.stderr.as_str()), (0, ""), "{args:?}");
+        assert!(r.stdout.contains("Usage"), "{args:?}: {}", r.stdout);
+    }
+    assert!(kubehops(&["dig", "--help"]).stdout.starts_with("Usage: kubehops dig NAME"));
+}
+
+// ------------------------------------------------------------ no panics
+
+/// Every scalar of the cluster fixture replaced in turn by odd values, run
+/// through every command in-process: each run must end in success or a
+/// reported error, never a panic.
+#[test]
+fn odd_values_never_panic() {
+    let yaml = std::fs::read_to_string(manifest_dir().join("tests/fixtures/cluster/cluster.yaml")).unwrap();
+    let odd = ["", "[]", "{}", "-1", "0", "70000", "99999999999999999999", "1.5", "x", "null", "true", "\"10.0.0.300\"", "None", "'-'", "\"\\u00e9\""];
+    let commands: [&[&str]; 4] = [
+        &["get", "svc", "-A", "-o", "wide", "--now", "2024-05-01T12:00:00Z", "-f", "-"],
+        &["iptables-save", "--node", "node-1", "-f", "-"],
+        &["trace", "--node", "node-2", "--src", "198.51.100.7", "--dst", "10.0.0.12", "--dport", "30080", "-o", "json", "-f", "-"],
+        &["dig", "_http._tcp.web", "SRV", "-f", "-"],
+    ];
+    let lines: Vec<&str> = yaml.lines().collect();
+    let mut runs = 0;
+    for (i, line) in lines.iter().enumerate() {
+        let Some((key, value)) = line.split_once(": ") else { continue };
+        if value.trim().is_empty() || key.trim_start().starts_with('#') {
+            continue;
+        }
+        for v in odd {
+            let mut mutant = lines.clone();
+            let replaced = format!("{key}: {v}");
+            mutant[i] = &replaced;
+            let text = mutant.join("\n");
+            for cmd in commands {
+                let args: Vec<String> = cmd.iter().map(|s| s.to_string()).collect();
+                let (mut out, mut err) = (Vec::new(), Vec::new());
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| kubehops_cli::run(&args, &mut text.as_bytes(), &mut out, &mut err)));
+                let code = result.unwrap_or_else(|_| panic!("panic with line {} set to {replaced:?} running {cmd:?}", i + 1));
+                assert!(code == 0 || code == 1, "exit {code} with line {} = {replaced:?}", i + 1);
+                assert!(code == 0 || !err.is_empty(), "an error is explained");
+                runs += 1;
+            }
+        }
+    }
+    assert!(runs > 1000, "only {runs} runs");
+}
