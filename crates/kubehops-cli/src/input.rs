@@ -4,8 +4,10 @@
 //! kubectl does; anything else is YAML, with `---` between documents.
 
 use crate::Error;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
+use std::fmt;
 use std::io::Read;
 use std::path::Path;
 
@@ -76,9 +78,9 @@ pub fn documents(src: &Source) -> Result<Vec<Document>, Error> {
     let trimmed = src.text.trim_start();
     let mut out = Vec::new();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        let stream = serde_json::Deserializer::from_str(&src.text).into_iter::<Value>();
+        let stream = serde_json::Deserializer::from_str(&src.text).into_iter::<Strict>();
         for (i, v) in stream.enumerate() {
-            let value = v.map_err(|e| {
+            let Strict(value) = v.map_err(|e| {
                 Error::Other(format!("error parsing {}: json: line {}, column {}: {}", src.name, e.line(), e.column(), json_message(&e)))
             })?;
             out.push(Document { source: src.name.clone(), index: i + 1, value });
@@ -86,7 +88,7 @@ pub fn documents(src: &Source) -> Result<Vec<Document>, Error> {
         return Ok(out);
     }
     for (i, doc) in serde_yaml_ng::Deserializer::from_str(&src.text).enumerate() {
-        let value = Value::deserialize(doc).map_err(|e| {
+        let Strict(value) = Strict::deserialize(doc).map_err(|e| {
             let msg = yaml_message(&e);
             match e.location() {
                 Some(l) => Error::Other(format!("error parsing {}: yaml: line {}, column {}: {msg}", src.name, l.line(), l.column())),
@@ -98,6 +100,83 @@ pub fn documents(src: &Source) -> Result<Vec<Document>, Error> {
         }
     }
     Ok(out)
+}
+
+/// A JSON value read without losing anything silently: a key given twice
+/// in one mapping is an error, as it is for kubectl, instead of the last
+/// one winning.
+struct Strict(Value);
+
+impl<'de> Deserialize<'de> for Strict {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Strict, D::Error> {
+        d.deserialize_any(StrictVisitor).map(Strict)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> Visitor<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a YAML or JSON value")
+    }
+
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+
+    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+        Ok(Value::from(n))
+    }
+
+    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+        Ok(Value::from(n))
+    }
+
+    fn visit_f64<E: de::Error>(self, x: f64) -> Result<Value, E> {
+        serde_json::Number::from_f64(x).map(Value::Number).ok_or_else(|| E::custom(format!("{x} is not a finite number")))
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::String(s.to_string()))
+    }
+
+    fn visit_string<E>(self, s: String) -> Result<Value, E> {
+        Ok(Value::String(s))
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(StrictVisitor)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(Strict(v)) = seq.next_element()? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                return Err(de::Error::custom(format!("key {key:?} already set in map")));
+            }
+            let Strict(v) = map.next_value()?;
+            out.insert(key, v);
+        }
+        Ok(Value::Object(out))
+    }
 }
 
 /// serde_json's message without its own " at line L column C" suffix.
@@ -138,6 +217,16 @@ mod tests {
     fn json_objects_and_streams() {
         let docs = documents(&src("  {\"kind\": \"A\"}\n{\"kind\": \"B\"}")).unwrap();
         assert_eq!(docs.len(), 2);
+    }
+
+    #[test]
+    fn keys_given_twice_are_errors() {
+        let e = documents(&src("kind: Service\nmetadata: {name: a}\nmetadata: {name: b}\n")).unwrap_err().to_string();
+        assert!(e.starts_with("error: error parsing test.yaml: yaml: ") && e.contains("key \"metadata\" already set in map"), "{e}");
+        let e = documents(&src("{\"kind\": \"A\", \"kind\": \"B\"}")).unwrap_err().to_string();
+        assert!(e.contains("key \"kind\" already set in map"), "{e}");
+        let docs = documents(&src("a: [1, -2, 2.5, true, null, ~, 'x']\n")).unwrap();
+        assert_eq!(docs[0].value, serde_json::json!({"a": [1, -2, 2.5, true, null, null, "x"]}));
     }
 
     #[test]
