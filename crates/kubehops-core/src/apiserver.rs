@@ -71,10 +71,15 @@ impl fmt::Display for FieldError {
             FieldErrorKind::Forbidden => "Forbidden",
             FieldErrorKind::NotSupported => "Unsupported value",
         };
-        match &self.value {
-            Some(v) => write!(f, "{}: {}: {}: {}", self.field, kind, v, self.detail),
-            None => write!(f, "{}: {}: {}", self.field, kind, self.detail),
+        write!(f, "{}: {}", self.field, kind)?;
+        if let Some(v) = &self.value {
+            write!(f, ": {v}")?;
         }
+        // Like the API server, an empty detail adds nothing (`spec.ports: Required value`).
+        if !self.detail.is_empty() {
+            write!(f, ": {}", self.detail)?;
+        }
+        Ok(())
     }
 }
 
@@ -979,5 +984,16 @@ mod stored_service_tests {
         assert!(!dns1123_subdomain_errors("docs..example.com").is_empty());
         assert!(dns1035_label_errors("web").is_empty());
         assert!(!dns1035_label_errors("1web").is_empty());
+    }
+}
+
+#[cfg(test)]
+mod display_tests {
+    use super::*;
+
+    #[test]
+    fn required_value_has_no_trailing_separator() {
+        let e = FieldError { field: "spec.ports".into(), kind: FieldErrorKind::Required, value: None, detail: String::new() };
+        assert_eq!(e.to_string(), "spec.ports: Required value");
     }
 }
