@@ -2,7 +2,8 @@
 //! lays out the canvas and the panels.
 
 use crate::canvas::Canvas;
-use crate::controls::{Controls, StepIndicator};
+use crate::controls::{Controls, RandomPick, StepIndicator};
+use crate::nodes::{ConntrackPanel, RulesPanel};
 use crate::panels::{HopDetail, KubectlPanel, Legend, ManifestPanel, Narration, Notices};
 use crate::player::Player;
 use kubehops_core::scene::{frame, Frame, Layout};
@@ -22,7 +23,7 @@ impl Ctx {
     /// Runs `f` on the current step of the walkthrough.
     pub fn with_step<T>(&self, f: impl FnOnce(&kubehops_core::walkthrough::Step) -> T) -> Option<T> {
         let s = self.frame.get().step;
-        self.player.walkthrough.with_value(|w| w.steps.get(s).map(f))
+        self.player.walkthrough.with(|w| w.steps.get(s).map(f))
     }
 }
 
@@ -49,6 +50,8 @@ fn run_clock(player: Player, running: RwSignal<bool>, last: f64) {
 #[component]
 pub fn App() -> impl IntoView {
     let w = walkthrough();
+    // The layout depends only on the actors, which a rebuild with other
+    // random picks keeps.
     let layout = StoredValue::new(Layout::new(&w));
     let title = w.title.clone();
     let reduced = window()
@@ -56,18 +59,10 @@ pub fn App() -> impl IntoView {
         .ok()
         .flatten()
         .is_some_and(|m| m.matches());
-    let player = Player {
-        walkthrough: StoredValue::new(w),
-        step: RwSignal::new(0),
-        progress: RwSignal::new(0.0),
-        playing: RwSignal::new(false),
-        continuous: RwSignal::new(false),
-        reduced_motion: RwSignal::new(reduced),
-        notices: RwSignal::new(Vec::new()),
-    };
+    let player = Player::new(w, None, reduced);
     let frame = Memo::new(move |_| {
         let (s, p) = (player.step.get(), player.shown_progress());
-        player.walkthrough.with_value(|w| layout.with_value(|l| frame(w, l, s, p)))
+        player.walkthrough.with(|w| layout.with_value(|l| frame(w, l, s, p)))
     });
     let ctx = Ctx { player, layout, frame };
     provide_context(ctx);
@@ -150,6 +145,7 @@ pub fn App() -> impl IntoView {
                 <section class="kh-stage" aria-label="Animation">
                     <Canvas/>
                     <Controls/>
+                    <RandomPick/>
                     <Legend/>
                 </section>
                 <aside class="kh-side">
@@ -157,7 +153,11 @@ pub fn App() -> impl IntoView {
                     <HopDetail/>
                     <ManifestPanel/>
                     <KubectlPanel/>
+                    <ConntrackPanel/>
                 </aside>
+                <div class="kh-tables">
+                    <RulesPanel/>
+                </div>
             </main>
         </div>
     }

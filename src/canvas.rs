@@ -109,7 +109,7 @@ fn is_active(ctx: Ctx, place: Place) -> bool {
 fn Actor(place: Place) -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let r = ctx.layout.with_value(|l| l.rect(place)).unwrap_or(Rect { x: 0.0, y: 0.0, w: 0.0, h: 0.0 });
-    let (label, sub) = ctx.player.walkthrough.with_value(|w| w.actor(place).map(|a| (a.label.clone(), a.sublabel.clone())).unwrap_or_default());
+    let (label, sub) = ctx.player.walkthrough.with_untracked(|w| w.actor(place).map(|a| (a.label.clone(), a.sublabel.clone())).unwrap_or_default());
     let (label, extra) = match place {
         Place::CloudControllerManager => ("cloud-controller-".to_string(), Some("manager".to_string())),
         _ => (label, None),
@@ -182,7 +182,7 @@ fn NodeCard(index: usize) -> impl IntoView {
     let (card, panel, pods_area) = ctx.layout.with_value(|l| {
         (l.rect(Place::Node(index)).unwrap_or(Rect { x: 0.0, y: 0.0, w: 0.0, h: 0.0 }), l.proxy_panels[index], l.pod_areas[index])
     });
-    let (name, ip, pods) = ctx.player.walkthrough.with_value(|w| {
+    let (name, ip, pods) = ctx.player.walkthrough.with_untracked(|w| {
         let a = w.actor(Place::Node(index));
         let pods: Vec<(Place, String, String)> =
             w.actors.iter().filter(|a| a.node == Some(index)).map(|a| (a.place, a.label.clone(), a.sublabel.clone())).collect();

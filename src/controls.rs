@@ -1,6 +1,8 @@
-//! Play/Pause, Previous, Next, Restart and the step indicator.
+//! Play/Pause, Previous, Next, Restart, the step indicator and the random
+//! pick switch.
 
 use crate::app::Ctx;
+use crate::player::next_seed;
 use leptos::prelude::*;
 
 #[component]
@@ -44,35 +46,99 @@ fn Icon(d: &'static str) -> impl IntoView {
 pub fn StepIndicator() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let p = ctx.player;
-    let titles: Vec<String> = p.walkthrough.with_value(|w| w.steps.iter().map(|s| s.title.clone()).collect());
-    let n = titles.len();
+    // Titles come from the walkthrough, which a new seed replaces.
+    let titles = Memo::new(move |_| p.walkthrough.with(|w| w.steps.iter().map(|s| s.title.clone()).collect::<Vec<String>>()));
     view! {
         <nav class="kh-steps" aria-label="Steps">
             <ol>
-                {titles
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, t)| {
-                        let label = format!("Step {} of {n}: {t}", i + 1);
-                        view! {
-                            <li>
-                                <button
-                                    type="button"
-                                    class="kh-step"
-                                    class:current=move || p.step.get() == i
-                                    class:past=move || { p.step.get() > i }
-                                    aria-current=move || (p.step.get() == i).then_some("step")
-                                    aria-label=label
-                                    on:click=move |_| p.go_to(i)
-                                >
-                                    <span class="kh-step-num">{i + 1}</span>
-                                    <span class="kh-step-title">{t}</span>
-                                </button>
-                            </li>
-                        }
-                    })
-                    .collect_view()}
+                {move || {
+                    let titles = titles.get();
+                    let n = titles.len();
+                    titles
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, t)| {
+                            let label = format!("Step {} of {n}: {t}", i + 1);
+                            view! {
+                                <li>
+                                    <button
+                                        type="button"
+                                        class="kh-step"
+                                        class:current=move || p.step.get() == i
+                                        class:past=move || { p.step.get() > i }
+                                        aria-current=move || (p.step.get() == i).then_some("step")
+                                        aria-label=label
+                                        on:click=move |_| p.go_to(i)
+                                    >
+                                        <span class="kh-step-num">{i + 1}</span>
+                                        <span class="kh-step-title">{t}</span>
+                                    </button>
+                                </li>
+                            }
+                        })
+                        .collect_view()
+                }}
             </ol>
         </nav>
+    }
+}
+
+/// A seed from the clock: good enough to vary a demo, and shown to the
+/// user so any run can be shared and repeated.
+fn draw_seed(prev: Option<u64>) -> u64 {
+    let now = window().performance().map_or(0.0, |p| p.now());
+    next_seed((now * 1000.0) as u64, prev)
+}
+
+/// The "Random pick (seeded)" switch: rebuilds the walkthrough with
+/// kube-proxy's random choices drawn from a seed, or with the fixed picks.
+#[component]
+pub fn RandomPick() -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let p = ctx.player;
+    // The last seed used, so switching off and on again repeats it.
+    let last = RwSignal::new(None::<u64>);
+    Effect::new(move |_| {
+        if let Some(s) = p.seed.get() {
+            last.set(Some(s));
+        }
+    });
+    let on = move || p.seed.get().is_some();
+    let toggle = move |ev: leptos::ev::Event| {
+        let checked = event_target_checked(&ev);
+        p.set_seed(if checked { Some(last.get_untracked().unwrap_or_else(|| draw_seed(None))) } else { None });
+    };
+    view! {
+        <div class="kh-options" role="group" aria-label="Random picks">
+            <label class="kh-switch">
+                <input type="checkbox" role="switch" prop:checked=on on:change=toggle aria-describedby="kh-pick-note"/>
+                <span class="kh-switch-track" aria-hidden="true"><span class="kh-switch-thumb"></span></span>
+                <span class="kh-switch-label">"Random pick (seeded)"</span>
+            </label>
+            {move || {
+                p.seed.get().map(|s| {
+                    view! {
+                        <span class="kh-seed" data-testid="seed">"seed " <strong>{s.to_string()}</strong></span>
+                        <button
+                            type="button"
+                            class="kh-btn kh-btn-small"
+                            title="Draw another seed and replay this step"
+                            on:click=move |_| p.set_seed(Some(draw_seed(p.seed.get_untracked())))
+                        >
+                            "New seed"
+                        </button>
+                    }
+                })
+            }}
+            <span class="kh-pick-note" id="kh-pick-note">
+                {move || {
+                    if on() {
+                        "kube-proxy's random rules pick from this seed; the link repeats it."
+                    } else {
+                        "Off: fixed picks, so the story repeats."
+                    }
+                }}
+            </span>
+        </div>
     }
 }

@@ -62,11 +62,11 @@ pub fn HopDetail() -> impl IntoView {
                 return view! { <p class="kh-muted-html">{format!("{n} hops. Press Play, or choose a hop below.")}</p> }.into_any();
             };
             let (class, _, kind_name) = kind_info(h.kind);
-            let from = p.walkthrough.with_value(|w| w.actor(h.from).map(|a| a.label.clone()).unwrap_or_default());
-            let to = p.walkthrough.with_value(|w| w.actor(h.to).map(|a| a.label.clone()).unwrap_or_default());
+            let from = p.walkthrough.with(|w| w.actor(h.from).map(|a| a.label.clone()).unwrap_or_default());
+            let to = p.walkthrough.with(|w| w.actor(h.to).map(|a| a.label.clone()).unwrap_or_default());
             let packet = h.packet.clone().map(|pk| {
                 let tags = |field: Field| pk.rewrites.iter().filter(|r| r.field == field).map(|r| rewrite_tag(r.kind)).collect::<Vec<_>>();
-                let node = pk.decided_on.and_then(|n| p.walkthrough.with_value(|w| w.actor(kubehops_core::sim::Place::Node(n)).map(|a| a.label.clone())));
+                let node = pk.decided_on.and_then(|n| p.walkthrough.with(|w| w.actor(kubehops_core::sim::Place::Node(n)).map(|a| a.label.clone())));
                 let rules_title = format!("{} rule{} matched on {}", pk.matched.len(), if pk.matched.len() == 1 { "" } else { "s" }, node.clone().unwrap_or_default());
                 let reach = (!pk.could_reach.is_empty()).then(|| {
                     format!("The rules could have sent it to: {}.", pk.could_reach.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", "))

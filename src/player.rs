@@ -3,7 +3,7 @@
 //! derived from it and the walkthrough.
 
 use kubehops_core::link::{self, HopPos, Link};
-use kubehops_core::walkthrough::Walkthrough;
+use kubehops_core::walkthrough::{build, Options, Walkthrough};
 use leptos::prelude::*;
 
 /// Milliseconds a hop takes at normal speed.
@@ -13,7 +13,12 @@ pub const HOLD_BEATS: f64 = 0.9;
 
 #[derive(Clone, Copy)]
 pub struct Player {
-    pub walkthrough: StoredValue<Walkthrough>,
+    /// The walkthrough shown. It is replaced (not edited) when the random
+    /// pick option changes; readers track it like any signal.
+    pub walkthrough: RwSignal<Walkthrough>,
+    /// `Some(seed)`: kube-proxy's random picks come from a generator seeded
+    /// with it. `None`: the fixed picks that make the story repeat.
+    pub seed: RwSignal<Option<u64>>,
     pub step: RwSignal<usize>,
     /// Beats since the step started; may run past the hop count while
     /// holding at the end.
@@ -28,12 +33,65 @@ pub struct Player {
 }
 
 impl Player {
-    pub fn steps(&self) -> usize {
-        self.walkthrough.with_value(|w| w.steps.len())
+    pub fn new(walkthrough: Walkthrough, seed: Option<u64>, reduced_motion: bool) -> Player {
+        Player {
+            walkthrough: RwSignal::new(walkthrough),
+            seed: RwSignal::new(seed),
+            step: RwSignal::new(0),
+            progress: RwSignal::new(0.0),
+            playing: RwSignal::new(false),
+            continuous: RwSignal::new(false),
+            reduced_motion: RwSignal::new(reduced_motion),
+            notices: RwSignal::new(Vec::new()),
+        }
     }
 
+    /// Number of steps; tracked, for views.
+    pub fn steps(&self) -> usize {
+        self.walkthrough.with(|w| w.steps.len())
+    }
+
+    /// Number of hops in `step`.
+    #[cfg(test)]
     pub fn hops_in(&self, step: usize) -> usize {
-        self.walkthrough.with_value(|w| w.steps.get(step).map_or(0, |s| s.hops.len()))
+        self.walkthrough.with(|w| w.steps.get(step).map_or(0, |s| s.hops.len()))
+    }
+
+    // The transitions read untracked: they run from event handlers and the
+    // clock, and must not subscribe whatever reactive scope calls them.
+    fn n_steps(&self) -> usize {
+        self.walkthrough.with_untracked(|w| w.steps.len())
+    }
+
+    fn n_hops(&self, step: usize) -> usize {
+        self.walkthrough.with_untracked(|w| w.steps.get(step).map_or(0, |s| s.hops.len()))
+    }
+
+    /// Rebuilds the walkthrough with other random picks. Returns false
+    /// (and changes nothing) when the seed is already in use or the
+    /// walkthrough cannot be built.
+    fn rebuild(&self, seed: Option<u64>) -> bool {
+        if self.seed.get_untracked() == seed {
+            return false;
+        }
+        let id = self.walkthrough.with_untracked(|w| w.id.clone());
+        let Some(w) = build(&id, Options { random_seed: seed }) else { return false };
+        self.seed.set(seed);
+        self.walkthrough.set(w);
+        // A rebuilt walkthrough of the same id has the same steps; clamp anyway.
+        let last = self.n_steps().saturating_sub(1);
+        if self.step.get_untracked() > last {
+            self.step.set(last);
+        }
+        true
+    }
+
+    /// Switches random picks on (`Some(seed)`) or off (`None`). The
+    /// current step is kept and plays again from its start.
+    pub fn set_seed(&self, seed: Option<u64>) {
+        if self.rebuild(seed) {
+            self.go_to(self.step.get_untracked());
+        }
     }
 
     /// The progress to draw: under reduced motion hops jump to their end
@@ -50,10 +108,10 @@ impl Player {
     /// Opens a step and plays its hops once (or, under reduced motion,
     /// shows its end state).
     pub fn go_to(&self, step: usize) {
-        let step = step.min(self.steps().saturating_sub(1));
+        let step = step.min(self.n_steps().saturating_sub(1));
         self.step.set(step);
         if self.reduced_motion.get_untracked() && !self.playing.get_untracked() {
-            self.progress.set(self.hops_in(step) as f64);
+            self.progress.set(self.n_hops(step) as f64);
         } else {
             self.progress.set(0.0);
             if !self.playing.get_untracked() {
@@ -65,7 +123,7 @@ impl Player {
 
     pub fn next(&self) {
         let s = self.step.get_untracked();
-        if s + 1 < self.steps() {
+        if s + 1 < self.n_steps() {
             self.go_to(s + 1);
         }
     }
@@ -86,10 +144,10 @@ impl Player {
             self.playing.set(false);
             return;
         }
-        let (s, n) = (self.step.get_untracked(), self.hops_in(self.step.get_untracked()));
+        let (s, n) = (self.step.get_untracked(), self.n_hops(self.step.get_untracked()));
         if self.progress.get_untracked() >= n as f64 {
             // The step has finished: Play moves on, or starts over at the end.
-            if s + 1 < self.steps() {
+            if s + 1 < self.n_steps() {
                 self.step.set(s + 1);
             } else {
                 self.step.set(0);
@@ -113,10 +171,10 @@ impl Player {
         }
         let ms = if ms.is_finite() { ms.clamp(0.0, 250.0) } else { 0.0 };
         let step = self.step.get_untracked();
-        let n = self.hops_in(step) as f64;
+        let n = self.n_hops(step) as f64;
         let p = self.progress.get_untracked() + ms / BEAT_MS;
         if p >= n + HOLD_BEATS {
-            if self.continuous.get_untracked() && step + 1 < self.steps() {
+            if self.continuous.get_untracked() && step + 1 < self.n_steps() {
                 self.step.set(step + 1);
                 self.progress.set(0.0);
                 return true;
@@ -129,11 +187,16 @@ impl Player {
         true
     }
 
-    /// Applies a URL hash.
+    /// Applies a URL hash: `#/<walkthrough>/<step>[/<hop>][?seed=<n>]`.
+    /// The part from `?` on is read here; `link::parse` reads the rest.
     pub fn open_link(&self, hash: &str) {
-        let parsed = self.walkthrough.with_value(|w| link::parse(hash, &[(w.id.as_str(), w.steps.len())]));
-        if !parsed.problems.is_empty() {
-            self.notices.set(parsed.problems);
+        let (path, query) = split_query(hash);
+        let q = parse_query(query.unwrap_or(""));
+        self.rebuild(q.seed);
+        let parsed = self.walkthrough.with_untracked(|w| link::parse(path, &[(w.id.as_str(), w.steps.len())]));
+        let problems: Vec<String> = parsed.problems.into_iter().chain(q.problems).collect();
+        if !problems.is_empty() {
+            self.notices.set(problems);
         }
         let l = parsed.link;
         match l.hop {
@@ -143,8 +206,9 @@ impl Player {
             }
             Some(pos) => {
                 self.playing.set(false);
-                self.step.set(l.step);
-                let n = self.hops_in(l.step);
+                let step = l.step.min(self.n_steps().saturating_sub(1));
+                self.step.set(step);
+                let n = self.n_hops(step);
                 self.progress.set(match pos {
                     HopPos::End => n,
                     HopPos::After(k) => k.min(n),
@@ -153,11 +217,88 @@ impl Player {
         }
     }
 
+    /// The hash for the current step (and seed); tracked.
     pub fn link_hash(&self) -> String {
-        let id = self.walkthrough.with_value(|w| w.id.clone());
-        link::format(&Link { walkthrough: id, step: self.step.get(), hop: None })
+        let id = self.walkthrough.with(|w| w.id.clone());
+        let mut h = link::format(&Link { walkthrough: id, step: self.step.get(), hop: None });
+        if let Some(seed) = self.seed.get() {
+            h.push_str(&format!("?seed={seed}"));
+        }
+        h
     }
 }
+
+/// Splits a hash at its first `?`: the part `link::parse` understands, and
+/// the query-like suffix after it.
+pub fn split_query(hash: &str) -> (&str, Option<&str>) {
+    match hash.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (hash, None),
+    }
+}
+
+/// What the query-like suffix of a hash asks for.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Query {
+    pub seed: Option<u64>,
+    pub problems: Vec<String>,
+}
+
+/// Reads `seed=<digits>` (and complains about anything else). A seed that
+/// is not all digits, or too large, is dropped: the fixed picks are used.
+pub fn parse_query(query: &str) -> Query {
+    let mut q = Query::default();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        if key.is_empty() {
+            continue;
+        }
+        if key == "seed" {
+            let digits = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit());
+            match value.parse::<u64>() {
+                Ok(n) if digits => q.seed = Some(n),
+                _ => {
+                    q.seed = None;
+                    q.problems.push(format!("The seed \"{}\" is not a number (digits only, as in ?seed=42); showing the fixed picks.", short(value)));
+                }
+            }
+        } else {
+            q.problems.push(format!("\"{}\" in the link is not understood and was ignored.", short(pair)));
+        }
+    }
+    q
+}
+
+/// Keeps echoed user input short and free of control characters.
+fn short(s: &str) -> String {
+    let clean: String = s.chars().filter(|c| !c.is_control()).take(24).collect();
+    if s.chars().count() > 24 {
+        format!("{clean}…")
+    } else {
+        clean
+    }
+}
+
+/// A new seed, different from `prev`, from whatever entropy the caller
+/// has (the clock). Seeds stay short enough to read and type: 1 to 99999.
+pub fn next_seed(entropy: u64, prev: Option<u64>) -> u64 {
+    // splitmix64
+    let mut x = entropy ^ prev.unwrap_or(0).rotate_left(17);
+    let mut mix = || {
+        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    loop {
+        let s = mix() % 99_999 + 1;
+        if Some(s) != prev {
+            return s;
+        }
+    }
+}
+
 #[allow(dead_code)]
 fn _assert_send() {
     fn s<T: Send + Sync>() {}
@@ -173,15 +314,7 @@ mod tests {
     wasm_bindgen_test_configure!(run_in_browser);
 
     fn player(reduced: bool) -> Player {
-        Player {
-            walkthrough: StoredValue::new(build("nodeport-loadbalancer", Options::default()).expect("walkthrough")),
-            step: RwSignal::new(0),
-            progress: RwSignal::new(0.0),
-            playing: RwSignal::new(false),
-            continuous: RwSignal::new(false),
-            reduced_motion: RwSignal::new(reduced),
-            notices: RwSignal::new(Vec::new()),
-        }
+        Player::new(build("nodeport-loadbalancer", Options::default()).expect("walkthrough"), None, reduced)
     }
 
     #[wasm_bindgen_test]
@@ -239,5 +372,68 @@ mod tests {
         p.tick(f64::NAN);
         p.tick(f64::INFINITY);
         assert!(p.progress.get_untracked().is_finite());
+    }
+
+    #[wasm_bindgen_test]
+    fn a_seed_rebuilds_the_walkthrough_and_replays_the_current_step() {
+        let p = player(false);
+        let fixed = p.walkthrough.get_untracked();
+        p.open_link("#/nodeport-loadbalancer/2/end");
+        assert_eq!((p.step.get_untracked(), p.progress.get_untracked()), (1, p.hops_in(1) as f64));
+        // Seed 42 makes Node-2's rules pick the other Pod in step 2.
+        p.set_seed(Some(42));
+        assert_eq!(p.seed.get_untracked(), Some(42));
+        assert_eq!(p.step.get_untracked(), 1, "the step is kept");
+        assert_eq!(p.progress.get_untracked(), 0.0, "and plays again");
+        assert!(p.playing.get_untracked());
+        assert_ne!(p.walkthrough.get_untracked(), fixed, "seed 42 picks differently");
+        assert_eq!(p.link_hash(), "#/nodeport-loadbalancer/2?seed=42");
+        // The same seed again changes nothing.
+        p.progress.set(3.0);
+        p.set_seed(Some(42));
+        assert_eq!(p.progress.get_untracked(), 3.0);
+        // Off: the fixed picks are back, exactly.
+        p.set_seed(None);
+        assert_eq!(p.walkthrough.get_untracked(), fixed);
+        assert_eq!(p.link_hash(), "#/nodeport-loadbalancer/2");
+    }
+
+    #[wasm_bindgen_test]
+    fn links_carry_the_seed_and_bad_seeds_leave_a_notice() {
+        let p = player(false);
+        p.open_link("#/nodeport-loadbalancer/3/end?seed=42");
+        assert_eq!(p.seed.get_untracked(), Some(42));
+        assert_eq!((p.step.get_untracked(), p.progress.get_untracked()), (2, p.hops_in(2) as f64));
+        assert!(p.notices.get_untracked().is_empty(), "{:?}", p.notices.get_untracked());
+        for bad in ["#/nodeport-loadbalancer/3?seed=abc", "#/nodeport-loadbalancer/3?seed=", "#/nodeport-loadbalancer/3?seed=-1", "#/nodeport-loadbalancer/3?seed=99999999999999999999999", "#/nodeport-loadbalancer/3?seed=+4"] {
+            p.notices.set(Vec::new());
+            p.open_link(bad);
+            assert_eq!(p.seed.get_untracked(), None, "{bad}");
+            assert_eq!(p.step.get_untracked(), 2, "{bad}: the step still opens");
+            let n = p.notices.get_untracked();
+            assert!(n.len() == 1 && n[0].contains("seed"), "{bad}: {n:?}");
+        }
+        // Without a suffix the fixed picks are used.
+        p.open_link("#/nodeport-loadbalancer/4?seed=7");
+        p.open_link("#/nodeport-loadbalancer/4");
+        assert_eq!(p.seed.get_untracked(), None);
+        // Nonsense after `?` never panics and is reported.
+        p.notices.set(Vec::new());
+        p.open_link("#?&&=&seed=5&x=\u{0}?/9");
+        assert_eq!(p.seed.get_untracked(), Some(5));
+        assert_eq!(p.notices.get_untracked().len(), 1);
+    }
+
+    #[wasm_bindgen_test]
+    fn new_seeds_differ_and_stay_short() {
+        let mut prev = None;
+        for e in 0..200u64 {
+            let s = next_seed(e, prev);
+            assert!((1..=99_999).contains(&s));
+            assert_ne!(Some(s), prev);
+            prev = Some(s);
+        }
+        assert_eq!(split_query("#/a/1?seed=3"), ("#/a/1", Some("seed=3")));
+        assert_eq!(split_query("#/a/1"), ("#/a/1", None));
     }
 }
