@@ -195,6 +195,136 @@ await test('clicking quickly through every control never breaks the page', async
   await page.close();
 });
 
+const rulesHeading = (page) => page.textContent('[data-testid=rules] h2');
+const ctNode = (page, name) => page.textContent(`[data-testid=conntrack] [data-node="${name}"]`);
+const pick = (page) => page.getByRole('switch', { name: 'Random pick (seeded)' });
+
+await test('the rules panel shows Node-2\'s iptables-save lines and marks what hop 2 matched', async () => {
+  const { page, errors } = await open('#/nodeport-loadbalancer/2/2');
+  check((await rulesHeading(page)).includes('Rules on Node-2'), `heading: ${await rulesHeading(page)}`);
+  const text = await page.textContent('.kh-save-main');
+  check(text.includes('-A KUBE-NODEPORTS') && text.includes('--dport 31000'), `no KUBE-NODEPORTS line:\n${text}`);
+  const hits = page.locator('.kh-save-main .kh-save-line.hit');
+  check(await hits.count() >= 1, 'no matched line highlighted');
+  const first = hits.first();
+  check((await first.textContent()).includes('▶'), 'matched line lacks the ▶ marker');
+  check(Number(await first.evaluate((e) => getComputedStyle(e).fontWeight)) >= 700, 'matched line is not bold');
+  check((await first.textContent()).includes('matched by this hop'), 'matched line has no text for screen readers');
+  check((await hits.allTextContents()).some((t) => t.includes('-A KUBE-NODEPORTS')), 'the KUBE-NODEPORTS rule is not marked as matched');
+  // Shared chains the walk passed through are listed too.
+  check((await page.textContent('.kh-save-shared')).includes('-A PREROUTING'), 'PREROUTING not listed as matched');
+  // The selector: real buttons with aria-pressed.
+  const b2 = page.getByRole('button', { name: 'Node-2', exact: true });
+  const b3 = page.getByRole('button', { name: 'Node-3', exact: true });
+  check(await b2.getAttribute('aria-pressed') === 'true', 'Node-2 not pressed');
+  await b3.click();
+  check((await rulesHeading(page)).includes('Rules on Node-3'), 'picking Node-3 did not switch the panel');
+  check(await b3.getAttribute('aria-pressed') === 'true' && await b2.getAttribute('aria-pressed') === 'false', 'aria-pressed did not follow');
+  check(await page.locator('.kh-save-main .kh-save-line.hit').count() === 0, 'Node-3 should have no matched line on hop 2');
+  await page.getByRole('button', { name: 'Follow the hop' }).click();
+  check((await rulesHeading(page)).includes('Rules on Node-2'), 'Follow the hop did not return to Node-2');
+  // Long lines stay inside the panel.
+  const over = await page.locator('.kh-save-main').evaluate((e) => e.scrollWidth - e.clientWidth);
+  check(over <= 1, `rules overflow sideways by ${over}px`);
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
+});
+
+await test('the rules panel follows a control-plane hop to the node it updates and marks added lines', async () => {
+  const { page } = await open('#/nodeport-loadbalancer/1/3');
+  check((await rulesHeading(page)).includes('Rules on Node-2'), `heading: ${await rulesHeading(page)}`);
+  const added = await page.locator('.kh-save-main .kh-save-line.added').allTextContents();
+  check(added.some((t) => t.includes('-A KUBE-NODEPORTS')), `KUBE-NODEPORTS not marked as added: ${added.join(' | ')}`);
+  await page.close();
+});
+
+await test('conntrack: no entry on Node-2 before step 2, a dport=31000 entry after it', async () => {
+  const { page, errors } = await open('#/nodeport-loadbalancer/1/end');
+  check((await ctNode(page, 'Node-2')).includes('conntrack -L: no entries on Node-2'), `step 1: ${await ctNode(page, 'Node-2')}`);
+  await page.close();
+  const p2 = await open('#/nodeport-loadbalancer/2/1');
+  check((await ctNode(p2.page, 'Node-2')).includes('no entries on Node-2'), 'an entry exists before Node-2 saw the packet');
+  await p2.page.getByRole('button', { name: /^Show hop 2:/ }).click();
+  const created = p2.page.locator('[data-node="Node-2"] .kh-ct-entry');
+  check(await created.count() === 1, 'hop 2 should create one entry on Node-2');
+  check((await created.textContent()).includes('dport=31000') && (await created.textContent()).includes('new at hop 2'), `entry: ${await created.textContent()}`);
+  await p2.page.close();
+  const p3 = await open('#/nodeport-loadbalancer/2/end');
+  const n2 = await ctNode(p3.page, 'Node-2');
+  check(n2.includes('dport=31000') && n2.includes('ESTABLISHED'), `step 2 end, Node-2:\n${n2}`);
+  check(n2.includes('used by this hop'), 'the reply\'s un-NAT should mark the entry it used');
+  check((await ctNode(p3.page, 'Node-1')).includes('no entries on Node-1'), 'Node-1 should have no entry');
+  check(errors.length === 0 && p3.errors.length === 0, `console errors: ${[...errors, ...p3.errors].join(' | ')}`);
+  await p3.page.close();
+});
+
+await test('random pick: the switch rebuilds the walkthrough with a seed, and off restores the fixed picks', async () => {
+  const { page, errors } = await open('#/nodeport-loadbalancer/2/end');
+  const sw = pick(page);
+  check(await sw.count() === 1, 'no switch named "Random pick (seeded)"');
+  check(!(await sw.isChecked()), 'random pick should start off');
+  const fixed = await page.textContent('.kh-hoplist');
+  check(fixed.includes('DNAT to 10.244.3.9:8080'), `fixed pick changed:\n${fixed}`);
+  await sw.check();
+  check(await sw.isChecked(), 'switch did not turn on');
+  await page.waitForFunction(() => /\?seed=\d+$/.test(location.hash));
+  const seed1 = (await page.textContent('[data-testid=seed]')).replace(/\D/g, '');
+  check(page.url().endsWith(`#/nodeport-loadbalancer/2?seed=${seed1}`), `hash lacks the seed: ${page.url()}`);
+  check(await currentStep(page) === 2, 'the step was not kept');
+  check(await page.getAttribute('.kh', 'data-playing') === 'true', 'the step did not play again');
+  await page.getByRole('button', { name: 'New seed' }).click();
+  const seed2 = (await page.textContent('[data-testid=seed]')).replace(/\D/g, '');
+  check(seed2 !== seed1 && page.url().endsWith(`?seed=${seed2}`), `New seed: ${seed1} → ${seed2}, ${page.url()}`);
+  check((await page.textContent('.kh-canvas svg')).includes('Node-3'), 'canvas gone after a new seed');
+  await sw.uncheck();
+  await page.waitForFunction(() => !location.hash.includes('?'));
+  check(await page.textContent('.kh-hoplist') === fixed, 'turning it off did not restore the fixed picks');
+  check(page.url().endsWith('#/nodeport-loadbalancer/2'), `hash: ${page.url()}`);
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
+});
+
+await test('a seed in the link picks differently and still works', async () => {
+  const { page, errors } = await open('#/nodeport-loadbalancer/2/end?seed=42');
+  check(await pick(page).isChecked(), 'switch should be on for ?seed=42');
+  check((await page.textContent('[data-testid=seed]')).includes('42'), 'seed 42 not shown');
+  check((await page.textContent('.kh-hoplist')).includes('DNAT to 10.244.1.5:8080'), 'seed 42 should pick the Pod on Node-1 in step 2');
+  check((await page.textContent('.kh-status')).startsWith('6/6'), 'the step should open at its end');
+  check(await page.locator('.kh-notice').count() === 0, 'a good seed should not leave a notice');
+  check(page.url().endsWith('#/nodeport-loadbalancer/2?seed=42'), `hash: ${page.url()}`);
+  // Playing on through the steps works with the seed too.
+  await page.getByRole('button', { name: 'Next step' }).click();
+  check(await currentStep(page) === 3 && page.url().endsWith('#/nodeport-loadbalancer/3?seed=42'), `next: ${page.url()}`);
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
+});
+
+await test('a bad seed in the link gives a notice and the fixed picks', async () => {
+  const { page, errors } = await open('#/nodeport-loadbalancer/3?seed=4x2');
+  const notice = await page.textContent('.kh-notice');
+  check(notice.includes('seed') && notice.includes('4x2'), `notice: ${notice}`);
+  check(!(await pick(page).isChecked()), 'switch should be off after a bad seed');
+  check(await currentStep(page) === 3, 'the step should still open');
+  check(!page.url().includes('seed'), `bad seed kept in the hash: ${page.url()}`);
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
+});
+
+await test('toggling random pick and nodes quickly never breaks the page', async () => {
+  const { page, errors } = await open('#/nodeport-loadbalancer/4?seed=18446744073709551615');
+  for (let i = 0; i < 6; i++) {
+    await pick(page).click();
+    if (await page.getByRole('button', { name: 'New seed' }).count()) await page.getByRole('button', { name: 'New seed' }).click();
+    await page.getByRole('button', { name: `Node-${(i % 3) + 1}`, exact: true }).click();
+    await page.getByRole('button', { name: i % 2 ? 'Next step' : 'Previous step' }).click();
+  }
+  await page.evaluate(() => { location.hash = '#/nodeport-loadbalancer/5/end?seed=7&seed=&x'; });
+  await page.waitForTimeout(100);
+  check((await page.textContent('.kh-canvas svg')).includes('Node-3'), 'canvas gone');
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
+});
+
 // Screenshots for people to look at: every step at its end, at three widths,
 // plus the start of step 3 while the balancer is pending.
 await test('screenshots of every step', async () => {
@@ -208,6 +338,15 @@ await test('screenshots of every step', async () => {
   const { page } = await open('#/nodeport-loadbalancer/3/3', { viewport: { width: 1600, height: 1000 } });
   await page.screenshot({ path: join(out, 'step3-pending-1600.png') });
   await page.close();
+  // The node tables and the random switch, whole pages.
+  for (const [w, h] of [[1600, 1000], [720, 1400], [1920, 1080]]) {
+    for (const [name, hash] of [['rules-2-2', '#/nodeport-loadbalancer/2/2'], ['conntrack-2-end', '#/nodeport-loadbalancer/2/end'],
+      ['rules-1-3', '#/nodeport-loadbalancer/1/3'], ['seed-42-5-end', '#/nodeport-loadbalancer/5/end?seed=42']]) {
+      const { page } = await open(hash, { viewport: { width: w, height: h } });
+      await page.screenshot({ path: join(out, `${name}-${w}.png`), fullPage: true });
+      await page.close();
+    }
+  }
 });
 
 await test('no request leaves the page origin', async () => {
