@@ -133,7 +133,7 @@ impl RuleSummary {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NodeView {
     pub rules: Vec<RuleSummary>,
-    /// The Service's lines of the nat table, with their line numbers.
+    /// The Service's lines of both tables, numbered as in `NodeRules::save`.
     pub iptables: Vec<(usize, String)>,
     /// `conntrack -L` lines.
     pub conntrack: Vec<String>,
