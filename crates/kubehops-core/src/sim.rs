@@ -520,12 +520,12 @@ impl World {
         let (rewrites, caption, detail) = match delivery {
             Delivery::NodePort => (
                 vec![Rewrite { kind: RewriteKind::Balancer, field: Field::Destination, from: pkt.dst, to: backend }],
-                format!("→ {name}:{}", listener.node_port),
+                format!("forward to {name}:{}", listener.node_port),
                 format!("The balancer picks {name} and forwards to its node port {}, keeping the client's address as source.", listener.node_port),
             ),
             Delivery::Vip => (
                 vec![],
-                format!("VIP → {name}, still to {}", pkt.dst),
+                format!("VIP: to {name}, still {}", pkt.dst),
                 format!("A balancer with ipMode VIP delivers the packet to {name} still addressed to {}.", pkt.dst),
             ),
         };
