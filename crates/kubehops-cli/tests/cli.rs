@@ -63,22 +63,7 @@ fn run_ok(args: &[String]) -> String {
 }
 
 fn check_golden(name: &str, actual: &str) {
-    let path = manifest_dir().join("tests/golden").join(format!("{name}.txt"));
-    if std::env::var_os("UPDATE_EXPECT").is_some() {
-        std::fs::write(&path, actual).expect("write golden file");
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| panic!("missing {}; run with UPDATE_EXPECT=1", path.display()));
-    if expected != actual {
-        let first = expected.lines().zip(actual.lines()).position(|(a, b)| a != b).unwrap_or(expected.lines().count().min(actual.lines().count()));
-        panic!(
-            "{name} differs from {} at line {}:\n  expected: {:?}\n  actual:   {:?}\n(run with UPDATE_EXPECT=1 to accept)",
-            path.display(),
-            first + 1,
-            expected.lines().nth(first),
-            actual.lines().nth(first)
-        );
-    }
+    kubehops_core::golden::check(&manifest_dir().join("tests/golden").join(format!("{name}.txt")), actual);
 }
 
 // ------------------------------------------------------------ iptables-save

@@ -17,6 +17,7 @@ pub mod apiserver;
 pub mod cloud;
 pub mod conntrack;
 pub mod dns;
+pub mod golden;
 pub mod hash;
 pub mod iptables;
 pub mod kubectl;

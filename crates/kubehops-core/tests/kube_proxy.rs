@@ -84,22 +84,7 @@ fn run(case: &Case) {
         let _ = writeln!(out, "=> {:?} targets=[{}] masquerade={}", t.verdict, targets.join(", "), t.masquerade);
         assert_eq!(t.verdict, *want, "{}: {what}", case.name);
     }
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/kube-proxy").join(format!("{}.txt", case.name));
-    if std::env::var_os("UPDATE_EXPECT").is_some() {
-        std::fs::write(&path, &out).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_default();
-    if expected != out {
-        let at = expected.lines().zip(out.lines()).position(|(a, b)| a != b).unwrap_or(0);
-        panic!(
-            "{} differs at line {}:\n  expected: {:?}\n  actual:   {:?}\n(UPDATE_EXPECT=1 to accept)",
-            path.display(),
-            at + 1,
-            expected.lines().nth(at),
-            out.lines().nth(at)
-        );
-    }
+    kubehops_core::golden::check(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/kube-proxy").join(format!("{}.txt", case.name)), &out);
 }
 
 const OUTSIDE: Ipv4Addr = ip(203, 0, 113, 9);
