@@ -313,21 +313,19 @@ fn conntrack_model(ctx: Ctx) -> CtModel {
             .map(|(i, (name, ip))| {
                 let now: &[String] = st.views.get(f.view).and_then(|v| v.nodes.get(i)).map_or(&[], |n| &n.conntrack);
                 let before: Option<&[String]> = prev.and_then(|v| v.nodes.get(i)).map(|n| n.conntrack.as_slice());
-                // The packet conntrack matched: its tuple appears in the entry
-                // (as the original or the reply direction).
-                let tuple = decided_here(hop, i)
-                    .filter(|p| p.by_conntrack)
-                    .map(|p| format!("src={} dst={} sport={} dport={}", p.before.src.ip, p.before.dst.ip, p.before.src.port, p.before.dst.port));
+                // The entry conntrack rewrote this hop's packet by, as the core recorded it.
+                let used = decided_here(hop, i).filter(|p| p.by_conntrack).and_then(|p| p.conntrack_entry);
                 let entries = now
                     .iter()
-                    .map(|e| {
+                    .enumerate()
+                    .map(|(k, e)| {
                         let changed = before.is_some_and(|b| !b.contains(e));
                         let known = before.is_some_and(|b| b.iter().any(|o| original_tuple(o) == original_tuple(e)));
                         CtEntry {
                             text: e.clone(),
                             new: changed && !known,
                             updated: changed && known,
-                            used: tuple.as_ref().is_some_and(|t| e.contains(t.as_str())),
+                            used: used == Some(k),
                         }
                     })
                     .collect();

@@ -93,6 +93,9 @@ pub struct PacketHop {
     pub by_conntrack: bool,
     /// Every endpoint the rules could have picked (when they chose).
     pub could_reach: Vec<SockAddr>,
+    /// The entry of `decided_on`'s conntrack table this hop created or was
+    /// rewritten by, as an index into that table's entries.
+    pub conntrack_entry: Option<usize>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -459,7 +462,7 @@ impl World {
                         what_if: false,
                         caption: "dropped".into(),
                         detail: reason.clone(),
-                        packet: Some(PacketHop { before: pkt, after: pkt, rewrites: vec![], decided_on: None, matched: vec![], by_conntrack: false, could_reach: vec![] }),
+                        packet: Some(PacketHop { before: pkt, after: pkt, rewrites: vec![], decided_on: None, matched: vec![], by_conntrack: false, could_reach: vec![], conntrack_entry: None }),
                     });
                     return Outcome::Dropped { at, reason };
                 }
@@ -498,7 +501,7 @@ impl World {
             let rewrites = vec![Rewrite { kind: RewriteKind::Balancer, field: Field::Source, from: pkt.src, to: after.src }];
             return Step::Next {
                 to: Place::Laptop,
-                packet: PacketHop { before: *pkt, after, rewrites, decided_on: None, matched: vec![], by_conntrack: false, could_reach: vec![] },
+                packet: PacketHop { before: *pkt, after, rewrites, decided_on: None, matched: vec![], by_conntrack: false, could_reach: vec![], conntrack_entry: None },
                 caption: format!("reply from {}", after.src),
                 detail: format!("The balancer puts its own address back as the source, so the client sees a reply from {}.", after.src),
             };
@@ -531,7 +534,7 @@ impl World {
         };
         Step::Next {
             to: Place::Node(node),
-            packet: PacketHop { before: *pkt, after, rewrites, decided_on: None, matched: vec![], by_conntrack: false, could_reach: vec![] },
+            packet: PacketHop { before: *pkt, after, rewrites, decided_on: None, matched: vec![], by_conntrack: false, could_reach: vec![], conntrack_entry: None },
             caption,
             detail,
         }
@@ -581,7 +584,7 @@ impl World {
             };
             return Step::Next {
                 to,
-                packet: PacketHop { before: *pkt, after, rewrites, decided_on: Some(n), matched: vec![], by_conntrack: true, could_reach: vec![] },
+                packet: PacketHop { before: *pkt, after, rewrites, decided_on: Some(n), matched: vec![], by_conntrack: true, could_reach: vec![], conntrack_entry: Some(i) },
                 caption: if after == *pkt { format!("forward → {}", after.dst) } else { format!("conntrack: {} → {}", after.src, after.dst) },
                 detail,
             };
@@ -624,7 +627,7 @@ impl World {
             after.src = SockAddr::new(out_addr, masquerade_port(n, pkt));
             rewrites.push(Rewrite { kind: RewriteKind::Snat, field: Field::Source, from, to: after.src });
         }
-        self.conntrack[n].insert(pkt, &after);
+        let entry = self.conntrack[n].insert(pkt, &after);
         let to_name = self.place_name(to);
         let (caption, detail) = if rewrites.is_empty() {
             (format!("forward → {to_name}"), format!("No rule of {name} rewrites {}; it is routed on to {to_name}.", packet_text(pkt)))
@@ -648,7 +651,7 @@ impl World {
         };
         Step::Next {
             to,
-            packet: PacketHop { before: *pkt, after, rewrites, decided_on: Some(n), matched, by_conntrack: false, could_reach },
+            packet: PacketHop { before: *pkt, after, rewrites, decided_on: Some(n), matched, by_conntrack: false, could_reach, conntrack_entry: Some(entry) },
             caption,
             detail,
         }
@@ -694,7 +697,7 @@ enum Step {
 
 impl PacketHop {
     fn plain(p: Packet) -> PacketHop {
-        PacketHop { before: p, after: p, rewrites: vec![], decided_on: None, matched: vec![], by_conntrack: false, could_reach: vec![] }
+        PacketHop { before: p, after: p, rewrites: vec![], decided_on: None, matched: vec![], by_conntrack: false, could_reach: vec![], conntrack_entry: None }
     }
 }
 
