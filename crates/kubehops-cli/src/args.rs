@@ -27,6 +27,7 @@ pub const OUTPUT: Flag = Flag { key: "output", names: &["-o", "--output"], takes
 pub const NAMESPACE: Flag = Flag { key: "namespace", names: &["-n", "--namespace"], takes_value: true };
 pub const ALL_NAMESPACES: Flag = Flag { key: "all-namespaces", names: &["-A", "--all-namespaces"], takes_value: false };
 pub const NOW: Flag = Flag { key: "now", names: &["--now"], takes_value: true };
+pub const FORMAT: Flag = Flag { key: "format", names: &["--format"], takes_value: true };
 
 /// Parsed arguments of one command.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -16,11 +16,14 @@ use std::io::Read;
 use std::net::Ipv4Addr;
 
 const IPTABLES_USAGE: &str = "\
-Usage: kubehops iptables-save [--node NAME] -f FILE...
+Usage: kubehops iptables-save [--node NAME] [--format kube-proxy|kernel] -f FILE...
 
 Prints both tables (filter, then nat) of NAME's kube-proxy in iptables-save
 format. Without --node, the node is the hostnameOverride of the
-KubeProxyConfiguration given.
+KubeProxyConfiguration given. --format kube-proxy (the default) prints each
+rule as kube-proxy writes it; --format kernel prints what `iptables-save`
+on the node prints back (addresses first with /32, quoted comments, user
+chains sorted), to diff against a real node.
 ";
 
 const TRACE_USAGE: &str = "\
@@ -58,7 +61,7 @@ pub fn dispatch(argv: &[String], stdin: &mut dyn Read) -> Result<Output, (String
         return Err(usage_err("no command given".into(), SHORT_USAGE));
     };
     let (flags, usage): (&[Flag], &'static str) = match cmd.as_str() {
-        "iptables-save" => (&[args::FILENAME, args::NODE_PORT_RANGE, args::HELP, args::NODE], IPTABLES_USAGE),
+        "iptables-save" => (&[args::FILENAME, args::NODE_PORT_RANGE, args::HELP, args::NODE, args::FORMAT], IPTABLES_USAGE),
         "trace" => (
             &[args::FILENAME, args::NODE_PORT_RANGE, args::HELP, args::NODE, args::SRC, args::DST, args::DPORT, args::PROTO, args::FROM_NODE, args::OUTPUT],
             TRACE_USAGE,
@@ -134,10 +137,16 @@ fn no_positionals(p: &Parsed, usage_of: &dyn Fn(String) -> Error) -> Result<(), 
 
 fn iptables_save(p: &Parsed, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) -> Outcome {
     no_positionals(p, usage_of)?;
+    let kernel = match p.value("format") {
+        None | Some("kube-proxy") => false,
+        Some("kernel") => true,
+        Some(other) => return Err((String::new(), usage_of(format!("invalid argument \"{other}\" for \"--format\": want kube-proxy or kernel")))),
+    };
     let c = load(p, stdin, usage_of)?;
     let (node, cfg) = pick_node(p, &c, usage_of).map_err(|e| (warnings(&c), e))?;
     let rules = sync_node(node, &c.services, &c.slices, &cfg);
-    let stdout: String = rules.save().iter().map(|l| format!("{l}\n")).collect();
+    let lines = if kernel { rules.save_kernel() } else { rules.save() };
+    let stdout: String = lines.iter().map(|l| format!("{l}\n")).collect();
     Ok(Output { stdout, stderr: warnings(&c) })
 }
 

@@ -94,6 +94,28 @@ fn iptables_save_for_a_named_node() {
 }
 
 #[test]
+fn iptables_save_in_the_kernel_form() {
+    let ours = run_ok(&with(&[&["iptables-save", "--node", "node-1"], &CLUSTER]));
+    let kernel = run_ok(&with(&[&["iptables-save", "--node", "node-1", "--format", "kernel"], &CLUSTER]));
+    assert_iptables_save_shape(&kernel);
+    // Same rules, said the way iptables-save says them.
+    assert_eq!(ours.lines().filter(|l| l.starts_with("-A ")).count(), kernel.lines().filter(|l| l.starts_with("-A ")).count());
+    assert!(kernel.contains("-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000\n"));
+    assert!(kernel.contains("-A KUBE-POSTROUTING -j MARK --set-xmark 0x4000/0x0\n"));
+    assert!(kernel.contains(" -d 10.96.0.50/32 -p tcp -m comment --comment \"default/web:http cluster IP\" -m tcp --dport 80 -j KUBE-SVC-"));
+    assert!(!kernel.contains("--or-mark"), "kube-proxy's spelling is not what the kernel prints");
+    // User chains are listed in name order after the built-in ones.
+    let chains: Vec<&str> = kernel.lines().skip_while(|l| *l != "*nat").filter(|l| l.starts_with(":KUBE-")).collect();
+    let mut sorted = chains.clone();
+    sorted.sort();
+    assert_eq!(chains, sorted);
+    let bad = kubehops(&["iptables-save", "--node", "node-1", "--format", "yaml", "-f", "tests/fixtures/cluster"]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("invalid argument \"yaml\" for \"--format\""), "{}", bad.stderr);
+    check_golden("iptables-save-node-1-kernel", &kernel);
+}
+
+#[test]
 fn iptables_save_takes_the_node_from_hostname_override() {
     let out = run_ok(&with(&[&["iptables-save"], &CLUSTER, &["-f", "tests/fixtures/kube-proxy.yaml"]]));
     assert_iptables_save_shape(&out);

@@ -173,6 +173,79 @@ impl Rule {
         s
     }
 
+    /// The rule as the kernel's `iptables-save` prints it back: addresses
+    /// and the protocol first (`-s`, `-d` with their prefix length, `-p`),
+    /// then each match module in order, comments always quoted, and MARK
+    /// targets as `--set-xmark`.
+    pub fn render_kernel(&self, chain: &str) -> String {
+        let mut s = format!("-A {chain}");
+        for m in &self.matches {
+            if let Match::Source { cidr, negate } = m {
+                let _ = write!(s, "{} -s {cidr}", neg(*negate));
+            }
+        }
+        for m in &self.matches {
+            if let Match::Destination { cidr, negate } = m {
+                let _ = write!(s, "{} -d {cidr}", neg(*negate));
+            }
+        }
+        let dport = self.matches.iter().find_map(|m| if let Match::DestinationPort(p) = m { Some(*p) } else { None });
+        if let Some(p) = self.matches.iter().find_map(|m| if let Match::Protocol(p) = m { Some(*p) } else { None }) {
+            let _ = write!(s, " -p {}", p.lower());
+        }
+        for m in &self.matches {
+            match m {
+                Match::Source { .. } | Match::Destination { .. } | Match::DestinationPort(_) => {}
+                Match::Comment(c) => {
+                    let _ = write!(s, " -m comment --comment \"{}\"", c.replace('"', "\\\""));
+                }
+                Match::Protocol(p) => {
+                    let _ = write!(s, " -m {}", p.lower());
+                    if let Some(d) = dport {
+                        let _ = write!(s, " --dport {d}");
+                    }
+                }
+                Match::DstTypeLocal { negate } => {
+                    let _ = write!(s, " -m addrtype{} --dst-type LOCAL", neg(*negate));
+                }
+                Match::SrcTypeLocal { negate } => {
+                    let _ = write!(s, " -m addrtype{} --src-type LOCAL", neg(*negate));
+                }
+                Match::Mark { value, mask, negate } => {
+                    let _ = write!(s, " -m mark{} --mark {value:#x}/{mask:#x}", neg(*negate));
+                }
+                Match::Probability(p) => {
+                    let _ = write!(s, " -m statistic --mode random --probability {p:.11}");
+                }
+                Match::CtState { states, negate } => {
+                    let list: Vec<&str> = states.iter().map(|c| c.as_str()).collect();
+                    let _ = write!(s, " -m conntrack{} --ctstate {}", neg(*negate), list.join(","));
+                }
+                Match::RecentSet { name } => {
+                    let _ = write!(s, " -m recent --set --name {name} --mask 255.255.255.255 --rsource");
+                }
+                Match::RecentCheck { name, seconds } => {
+                    let _ = write!(s, " -m recent --rcheck --seconds {seconds} --reap --name {name} --mask 255.255.255.255 --rsource");
+                }
+            }
+        }
+        match &self.target {
+            Target::Reject => s.push_str(" -j REJECT --reject-with icmp-port-unreachable"),
+            Target::OrMark(v) => {
+                let _ = write!(s, " -j MARK --set-xmark {v:#x}/{v:#x}");
+            }
+            Target::XorMark(v) => {
+                let _ = write!(s, " -j MARK --set-xmark {v:#x}/0x0");
+            }
+            _ => {
+                // The other targets print the same either way.
+                let plain = Rule { matches: vec![], target: self.target.clone() }.render("");
+                s.push_str(plain.trim_start_matches("-A "));
+            }
+        }
+        s
+    }
+
     /// The comment, if the rule has one.
     pub fn comment(&self) -> Option<&str> {
         self.matches.iter().find_map(|m| match m {
@@ -309,6 +382,25 @@ impl Table {
         out
     }
 
+    /// The table as the kernel's `iptables-save` prints it: built-in
+    /// chains first, then user chains sorted by name, rules grouped by
+    /// chain in that order, each in [`Rule::render_kernel`] form.
+    pub fn save_kernel(&self) -> Vec<String> {
+        let mut order: Vec<&Chain> = self.chains.iter().filter(|c| c.is_builtin()).collect();
+        let mut user: Vec<&Chain> = self.chains.iter().filter(|c| !c.is_builtin()).collect();
+        user.sort_by(|a, b| a.name.cmp(&b.name));
+        order.extend(user);
+        let mut out = vec![format!("*{}", self.name.as_str())];
+        for c in &order {
+            out.push(format!(":{} {} [0:0]", c.name, if c.is_builtin() { "ACCEPT" } else { "-" }));
+        }
+        for c in &order {
+            out.extend(c.rules.iter().map(|r| r.render_kernel(&c.name)));
+        }
+        out.push("COMMIT".into());
+        out
+    }
+
     /// The `save()` line index of a rule.
     pub fn line_of(&self, r: &RuleRef) -> Option<usize> {
         let mut line = 1 + self.chains.len();
@@ -326,6 +418,46 @@ impl Table {
 mod tests {
     use super::*;
     use crate::net::ip;
+
+    #[test]
+    fn kernel_form_matches_what_iptables_save_prints_on_a_node() {
+        // kubeadm's `kubernetes` Service, as seen on real nodes.
+        let svc = crate::kubeproxy::service_chain("default/kubernetes:https", "tcp");
+        assert_eq!(svc, "KUBE-SVC-NPX46M4PTMTKRN6Y");
+        let m = vec![
+            Match::Comment("default/kubernetes:https cluster IP".into()),
+            Match::Protocol(Protocol::Tcp),
+            Match::Destination { cidr: Cidr::new(ip(10, 96, 0, 1), 32), negate: false },
+            Match::DestinationPort(443),
+        ];
+        assert_eq!(
+            Rule::new(m.clone(), Target::Jump(svc.clone())).render_kernel("KUBE-SERVICES"),
+            "-A KUBE-SERVICES -d 10.96.0.1/32 -p tcp -m comment --comment \"default/kubernetes:https cluster IP\" -m tcp --dport 443 -j KUBE-SVC-NPX46M4PTMTKRN6Y"
+        );
+        let mut masq = m;
+        masq.push(Match::Source { cidr: "10.244.0.0/16".parse().unwrap(), negate: true });
+        assert_eq!(
+            Rule::new(masq, Target::Jump("KUBE-MARK-MASQ".into())).render_kernel(&svc),
+            "-A KUBE-SVC-NPX46M4PTMTKRN6Y ! -s 10.244.0.0/16 -d 10.96.0.1/32 -p tcp -m comment --comment \"default/kubernetes:https cluster IP\" -m tcp --dport 443 -j KUBE-MARK-MASQ"
+        );
+        assert_eq!(Rule::new(vec![], Target::OrMark(0x4000)).render_kernel("KUBE-MARK-MASQ"), "-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000");
+        assert_eq!(Rule::new(vec![], Target::XorMark(0x4000)).render_kernel("KUBE-POSTROUTING"), "-A KUBE-POSTROUTING -j MARK --set-xmark 0x4000/0x0");
+        let sep = Rule::new(
+            vec![Match::Comment("default/kubernetes:https".into()), Match::Protocol(Protocol::Tcp)],
+            Target::Dnat(crate::net::SockAddr::new(ip(172, 18, 0, 2), 6443)),
+        );
+        assert_eq!(sep.render_kernel("KUBE-SEP-X"), "-A KUBE-SEP-X -p tcp -m comment --comment \"default/kubernetes:https\" -m tcp -j DNAT --to-destination 172.18.0.2:6443");
+        let stat = Rule::new(vec![Match::Probability(0.5)], Target::Jump("KUBE-SEP-Y".into()));
+        assert_eq!(stat.render_kernel("C"), "-A C -m statistic --mode random --probability 0.50000000000 -j KUBE-SEP-Y");
+    }
+
+    #[test]
+    fn well_known_cluster_chain_names() {
+        // CoreDNS's Service in every kubeadm cluster.
+        assert_eq!(crate::kubeproxy::service_chain("kube-system/kube-dns:dns", "udp"), "KUBE-SVC-TCOU7JCQXEZGVUNU");
+        assert_eq!(crate::kubeproxy::service_chain("kube-system/kube-dns:dns-tcp", "tcp"), "KUBE-SVC-ERIFXISQEP7F7OF4");
+        assert_eq!(crate::kubeproxy::service_chain("kube-system/kube-dns:metrics", "tcp"), "KUBE-SVC-JD5MR3NA4I4DYORP");
+    }
 
     #[test]
     fn renders_like_iptables_save() {

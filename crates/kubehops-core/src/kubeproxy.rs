@@ -88,6 +88,14 @@ impl NodeRules {
         out
     }
 
+    /// Both tables as the kernel's `iptables-save` prints them back
+    /// (see [`Table::save_kernel`]), to compare with a real node.
+    pub fn save_kernel(&self) -> Vec<String> {
+        let mut out = self.filter.save_kernel();
+        out.extend(self.nat.save_kernel());
+        out
+    }
+
     /// A rule's line index in [`NodeRules::save`].
     pub fn line_of(&self, r: &crate::iptables::RuleRef) -> Option<usize> {
         match r.table {
