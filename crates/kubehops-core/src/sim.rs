@@ -74,6 +74,8 @@ pub struct Rewrite {
 /// A rule that matched, as its `iptables-save` line on that node.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MatchedRule {
+    /// The table it is in: KUBE-SERVICES, for one, exists in both.
+    pub table: crate::iptables::TableName,
     pub line: usize,
     pub text: String,
 }
@@ -601,7 +603,7 @@ impl World {
             could_reach = reachable_dnat_targets(&rules.nat, "PREROUTING", pkt, &ctx);
         }
         let matched: Vec<MatchedRule> =
-            t.matched().filter_map(|r| Some(MatchedRule { line: rules.line_of(r)?, text: rules.rule(r)?.render(&r.chain) })).collect();
+            t.matched().filter_map(|r| Some(MatchedRule { table: r.table, line: rules.line_of(r)?, text: rules.rule(r)?.render(&r.chain) })).collect();
         if let Some(v) = t.refused() {
             let why = t
                 .filter

@@ -20,6 +20,8 @@ use serde::{Deserialize, Serialize};
 pub struct Actor {
     pub place: Place,
     pub label: String,
+    /// A label short enough for the canvas and hop headings (`Pod web-x2klp`).
+    pub short: String,
     /// An address or role under the label.
     pub sublabel: String,
     /// For Pods: the node index it runs on.
@@ -173,19 +175,36 @@ pub fn nodeport_cluster() -> World {
 
 fn actors(w: &World) -> Vec<Actor> {
     let mut a = vec![
-        Actor { place: Place::Laptop, label: "Laptop".into(), sublabel: w.client.to_string(), node: None },
-        Actor { place: Place::LoadBalancer, label: "Cloud load balancer".into(), sublabel: String::new(), node: None },
-        Actor { place: Place::ApiServer, label: "API server".into(), sublabel: "kube-apiserver".into(), node: None },
-        Actor { place: Place::CloudControllerManager, label: "cloud-controller-manager".into(), sublabel: "watches LoadBalancer Services".into(), node: None },
+        Actor { place: Place::Laptop, label: "Laptop".into(), short: "Laptop".into(), sublabel: w.client.to_string(), node: None },
+        Actor { place: Place::LoadBalancer, label: "Cloud load balancer".into(), short: "Load balancer".into(), sublabel: String::new(), node: None },
+        Actor { place: Place::ApiServer, label: "API server".into(), short: "API server".into(), sublabel: "kube-apiserver".into(), node: None },
+        Actor {
+            place: Place::CloudControllerManager,
+            label: "cloud-controller-manager".into(),
+            short: "cloud-controller-manager".into(),
+            sublabel: "watches LoadBalancer Services".into(),
+            node: None,
+        },
     ];
     for (i, n) in w.api.nodes.iter().enumerate() {
-        a.push(Actor { place: Place::Node(i), label: display_node(&n.name), sublabel: n.internal_ip.to_string(), node: None });
+        a.push(Actor { place: Place::Node(i), label: display_node(&n.name), short: display_node(&n.name), sublabel: n.internal_ip.to_string(), node: None });
     }
     for (i, p) in w.api.pods.iter().enumerate() {
         let node = w.api.nodes.iter().position(|n| n.name == p.node_name);
-        a.push(Actor { place: Place::Pod(i), label: p.name.clone(), sublabel: format!("{}:{}", p.ip, p.container_port), node });
+        a.push(Actor { place: Place::Pod(i), label: p.name.clone(), short: format!("Pod {}", short_pod_name(&p.name)), sublabel: format!("{}:{}", p.ip, p.container_port), node });
     }
     a
+}
+
+/// `web-6b8f9c7d5-x2klp` → `web-x2klp`: the Deployment's name and the
+/// Pod's own suffix, without the ReplicaSet hash in between.
+pub fn short_pod_name(name: &str) -> String {
+    let parts: Vec<&str> = name.split('-').collect();
+    if parts.len() < 3 {
+        return name.to_string();
+    }
+    let keep: Vec<&str> = parts[..parts.len() - 2].iter().chain(parts.last()).copied().collect();
+    keep.join("-")
 }
 
 fn list(items: &[String]) -> String {
@@ -382,6 +401,14 @@ pub fn nodeport_loadbalancer(opts: Options) -> Walkthrough {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pod_names_lose_the_replica_set_hash() {
+        assert_eq!(short_pod_name("web-6b8f9c7d5-x2klp"), "web-x2klp");
+        assert_eq!(short_pod_name("my-app-6b8f9c7d5-x2klp"), "my-app-x2klp");
+        assert_eq!(short_pod_name("web"), "web");
+        assert_eq!(short_pod_name("web-0"), "web-0");
+    }
 
     #[test]
     fn changed_lines_marks_only_new_lines() {
