@@ -511,11 +511,12 @@ fn service(v: &Value, name: &str, namespace: &str, range: PortRange, warnings: &
         let at = |k: &str| format!("status.loadBalancer.ingress[{i}].{k}");
         let Some(m) = r.obj(Some(ing), &format!("status.loadBalancer.ingress[{i}]")) else { continue };
         let ip_mode = match r.str(m.get("ipMode"), &at("ipMode")) {
-            None | Some("VIP") => IpMode::VIP,
-            Some("Proxy") => IpMode::Proxy,
+            None => None,
+            Some("VIP") => Some(IpMode::VIP),
+            Some("Proxy") => Some(IpMode::Proxy),
             Some(other) => {
                 r.unsupported(&at("ipMode"), other, &["Proxy", "VIP"]);
-                IpMode::VIP
+                None
             }
         };
         match r.str(m.get("ip"), &at("ip")).filter(|s| !s.is_empty()) {
@@ -912,7 +913,7 @@ status:
         assert_eq!(s.spec.ports[0], ServicePort { name: Some("https".into()), protocol: Protocol::Tcp, port: 443, target_port: 8443, node_port: Some(31443) });
         assert_eq!(s.spec.ports[1].target_port, 53, "targetPort defaults to port");
         assert!(s.spec.ports[1].node_port.is_some(), "a missing node port is allocated");
-        assert_eq!(s.status.load_balancer_ingress, [LoadBalancerIngress { ip: ip(203, 0, 113, 5), ip_mode: IpMode::Proxy }]);
+        assert_eq!(s.status.load_balancer_ingress, [LoadBalancerIngress { ip: ip(203, 0, 113, 5), ip_mode: Some(IpMode::Proxy) }]);
         assert_eq!(c.warnings.len(), 1, "the hostname-only ingress is reported");
         assert!(c.warnings[0].contains("ingress[1] has no ip"), "{}", c.warnings[0]);
     }

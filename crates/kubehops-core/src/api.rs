@@ -148,7 +148,8 @@ pub struct ServiceSpec {
 #[serde(rename_all = "camelCase")]
 pub struct LoadBalancerIngress {
     pub ip: Ipv4Addr,
-    pub ip_mode: IpMode,
+    /// Unset (as most controllers leave it) means VIP to kube-proxy.
+    pub ip_mode: Option<IpMode>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -29,6 +29,9 @@ pub struct ConntrackEntry {
     pub original: Tuple,
     pub reply: Tuple,
     pub state: ConntrackState,
+    /// When a packet last refreshed the entry (model seconds): its timeout
+    /// counts down from there.
+    pub seen_at: u64,
 }
 
 impl ConntrackEntry {
@@ -42,14 +45,18 @@ impl ConntrackEntry {
         self.reply.dst != self.original.src
     }
 
-    /// The entry as `conntrack -L` prints it.
-    pub fn render(&self) -> String {
-        let (state, timeout, flag) = match (self.proto, self.state) {
+    /// The entry as `conntrack -L` prints it at model time `now`: the
+    /// second column is the seconds left before the entry expires
+    /// (kube-proxy sets 86400 for established TCP).
+    pub fn render(&self, now: u64) -> String {
+        let (state, full, flag): (&str, u64, &str) = match (self.proto, self.state) {
             (Protocol::Tcp, ConntrackState::Unreplied) => ("SYN_SENT ", 120, " [UNREPLIED]"),
-            (Protocol::Tcp, ConntrackState::Assured) => ("ESTABLISHED ", 86399, " [ASSURED]"),
+            (Protocol::Tcp, ConntrackState::Assured) => ("ESTABLISHED ", 86400, " [ASSURED]"),
             (_, ConntrackState::Unreplied) => ("", 30, " [UNREPLIED]"),
             (_, ConntrackState::Assured) => ("", 120, " [ASSURED]"),
         };
+        // The kernel shows the time left, rounded down: one second less at once.
+        let timeout = full.saturating_sub(1).saturating_sub(now.saturating_sub(self.seen_at));
         let (o, r) = (self.original, self.reply);
         let (a, b) = if self.state == ConntrackState::Unreplied { (flag, "") } else { ("", flag) };
         format!(
@@ -103,12 +110,13 @@ impl ConntrackTable {
 
     /// Records a new connection: `before` as it arrived, `after` as the nat
     /// table left it. Returns the entry's index.
-    pub fn insert(&mut self, before: &Packet, after: &Packet) -> usize {
+    pub fn insert(&mut self, before: &Packet, after: &Packet, now: u64) -> usize {
         self.entries.push(ConntrackEntry {
             proto: before.proto,
             original: Tuple { src: before.src, dst: before.dst },
             reply: Tuple { src: after.dst, dst: after.src },
             state: ConntrackState::Unreplied,
+            seen_at: now,
         });
         self.entries.len() - 1
     }
@@ -116,8 +124,9 @@ impl ConntrackTable {
     /// Rewrites a packet of a tracked connection as the entry says: a
     /// packet in the original direction gets the same NAT again; a reply
     /// gets it undone. Marks the entry assured on a reply.
-    pub fn translate(&mut self, i: usize, dir: Direction, pkt: &Packet) -> Packet {
+    pub fn translate(&mut self, i: usize, dir: Direction, pkt: &Packet, now: u64) -> Packet {
         let Some(e) = self.entries.get_mut(i) else { return *pkt };
+        e.seen_at = now;
         match dir {
             Direction::Original => Packet { proto: pkt.proto, src: e.reply.dst, dst: e.reply.src },
             Direction::Reply => {
@@ -138,18 +147,21 @@ mod tests {
         let mut ct = ConntrackTable::default();
         let before = Packet::new(Protocol::Tcp, SockAddr::new(ip(198, 51, 100, 23), 51000), SockAddr::new(ip(10, 0, 0, 12), 31000));
         let after = Packet::new(Protocol::Tcp, SockAddr::new(ip(10, 0, 0, 12), 51000), SockAddr::new(ip(10, 244, 3, 9), 8080));
-        let i = ct.insert(&before, &after);
+        let i = ct.insert(&before, &after, 100);
         assert!(ct.entries[i].dnat() && ct.entries[i].snat());
-        assert!(ct.entries[i].render().contains("[UNREPLIED]"));
+        assert!(ct.entries[i].render(100).contains("tcp      6 119 SYN_SENT"));
+        assert!(ct.entries[i].render(100).contains("[UNREPLIED]"));
         let reply = after.reversed();
         let (j, dir) = ct.lookup(&reply).expect("reply is tracked");
         assert_eq!((j, dir), (i, Direction::Reply));
-        let out = ct.translate(j, dir, &reply);
+        let out = ct.translate(j, dir, &reply, 101);
         assert_eq!(out, before.reversed(), "the client sees the address it dialled");
         assert_eq!(
-            ct.entries[i].render(),
+            ct.entries[i].render(101),
             "tcp      6 86399 ESTABLISHED src=198.51.100.23 dst=10.0.0.12 sport=51000 dport=31000 src=10.244.3.9 dst=10.0.0.12 sport=8080 dport=51000 [ASSURED] mark=0 use=1"
         );
+        // The timeout counts down between packets.
+        assert!(ct.entries[i].render(141).starts_with("tcp      6 86359 ESTABLISHED"));
         let other = Packet::new(Protocol::Udp, before.src, before.dst);
         assert_eq!(ct.lookup(&other), None, "protocol is part of the key");
     }

@@ -254,7 +254,7 @@ mod tests {
         );
         let mut lb = web(ServiceType::LoadBalancer);
         assert!(get_services(&[(&lb, 0)], 5, false).contains("<pending>     80:31000/TCP"));
-        lb.status.load_balancer_ingress = vec![LoadBalancerIngress { ip: ip(203, 0, 113, 7), ip_mode: IpMode::VIP }];
+        lb.status.load_balancer_ingress = vec![LoadBalancerIngress { ip: ip(203, 0, 113, 7), ip_mode: Some(IpMode::VIP) }];
         let out = get_services(&[(&lb, 0)], 5, true);
         assert!(out.contains("203.0.113.7   80:31000/TCP   5s    app=web"), "{out}");
         let c = web(ServiceType::ClusterIP);
@@ -265,7 +265,7 @@ mod tests {
     fn long_external_addresses_are_cut_without_wide() {
         let mut lb = web(ServiceType::LoadBalancer);
         lb.status.load_balancer_ingress =
-            vec![LoadBalancerIngress { ip: ip(203, 0, 113, 70), ip_mode: IpMode::VIP }, LoadBalancerIngress { ip: ip(198, 51, 100, 9), ip_mode: IpMode::VIP }];
+            vec![LoadBalancerIngress { ip: ip(203, 0, 113, 70), ip_mode: Some(IpMode::VIP) }, LoadBalancerIngress { ip: ip(198, 51, 100, 9), ip_mode: Some(IpMode::VIP) }];
         assert!(get_services(&[(&lb, 0)], 5, false).contains(" 198.51.100.9,... "));
         assert!(get_services(&[(&lb, 0)], 5, true).contains(" 198.51.100.9,203.0.113.70 "));
     }
@@ -310,7 +310,7 @@ mod tests {
         let mut lb = in_ns(web(ServiceType::LoadBalancer), "default", "lb");
         lb.spec.external_ips = vec![ip(192, 0, 2, 10)];
         lb.status.load_balancer_ingress =
-            vec![LoadBalancerIngress { ip: ip(203, 0, 113, 70), ip_mode: IpMode::VIP }, LoadBalancerIngress { ip: ip(198, 51, 100, 9), ip_mode: IpMode::VIP }];
+            vec![LoadBalancerIngress { ip: ip(203, 0, 113, 70), ip_mode: Some(IpMode::VIP) }, LoadBalancerIngress { ip: ip(198, 51, 100, 9), ip_mode: Some(IpMode::VIP) }];
         let mut pending = in_ns(web(ServiceType::LoadBalancer), "default", "pending");
         pending.spec.external_ips = vec![ip(192, 0, 2, 12)];
         let out = get_svc(&[h, x, e, lb, pending], Namespaces::Only("default"), 30, true).stdout;

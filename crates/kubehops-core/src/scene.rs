@@ -100,8 +100,10 @@ impl Layout {
         match p {
             Place::Node(i) => self.proxy_panels.get(i).map_or(pt(0.0, 0.0), |r| pt(CLUSTER_BUS_X, r.y + r.h / 2.0)),
             Place::Pod(_) => self.rect(p).map_or(pt(0.0, 0.0), |r| pt(r.x + r.w / 2.0, r.y + r.h - 16.0)),
-            // High on the laptop's edge, so a resting token leaves its address readable.
+            // High on the laptop's edge, low on the balancer's, so a resting
+            // token leaves their addresses and states readable.
             Place::Laptop => self.rect(p).map_or(pt(0.0, 0.0), |r| pt(r.x + r.w, r.y + 22.0)),
+            Place::LoadBalancer => self.rect(p).map_or(pt(0.0, 0.0), |r| pt(r.x + r.w, r.y + r.h - 6.0)),
             _ => self.rect(p).map_or(pt(0.0, 0.0), |r| pt(r.x + r.w, r.y + r.h / 2.0)),
         }
     }

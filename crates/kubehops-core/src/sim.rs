@@ -8,7 +8,7 @@
 //! [`Hop`] for each, with a [`View`] of the state after it. Packet
 //! decisions are made only by walking the node's rules or by conntrack.
 
-use crate::api::{LoadBalancerIngress, ObjectRef, Service, ServiceStatus, ServiceType, IpMode};
+use crate::api::{LoadBalancerIngress, ObjectRef, Service, ServiceStatus, ServiceType};
 use crate::apiserver::{ApiError, ApiServer};
 use crate::cloud::{CloudProvider, Delivery, LbFlow, LbState, Listener};
 use crate::conntrack::{ConntrackTable, Direction};
@@ -234,7 +234,7 @@ impl World {
             .map(|i| NodeView {
                 rules: self.summarise(i),
                 iptables: self.rules[i].service_lines(&self.focus.namespace, &self.focus.name),
-                conntrack: self.conntrack[i].entries.iter().map(|e| e.render()).collect(),
+                conntrack: self.conntrack[i].entries.iter().map(|e| e.render(self.clock)).collect(),
             })
             .collect();
         let balancer = match self.cloud.balancer_for(&self.focus) {
@@ -270,8 +270,9 @@ impl World {
                 for (i, r) in np.rules.iter().enumerate() {
                     if r.target == Target::Jump(ext.clone()) {
                         let port = r.matches.iter().find_map(|m| if let Match::DestinationPort(p) = m { Some(*p) } else { None });
-                        let mut lines: Vec<usize> = line("KUBE-NODEPORTS", i).into_iter().collect();
-                        lines.extend(chain_lines(ext));
+                        // Only the node port's own rule: the KUBE-EXT chain it
+                        // jumps to is shared with balancer and external IPs.
+                        let lines: Vec<usize> = line("KUBE-NODEPORTS", i).into_iter().collect();
                         if let Some(port) = port {
                             out.push(RuleSummary::NodePort { port, lines });
                         }
@@ -371,7 +372,7 @@ impl World {
                 kind: HopKind::ControlPlane,
                 what_if: false,
                 caption: "watch → cloud-controller-manager".into(),
-                detail: format!("The cloud-controller-manager sees a LoadBalancer Service without a balancer: {}.", svc.object_ref()),
+                detail: format!("The cloud-controller-manager sees that Service {} is now of type LoadBalancer and has no balancer yet.", svc.object_ref()),
                 packet: None,
             });
             let listeners: Vec<Listener> =
@@ -413,7 +414,9 @@ impl World {
                 detail: format!("The cloud reports the balancer ready at {ip}, with every node as a healthy target."),
                 packet: None,
             });
-            let status = ServiceStatus { load_balancer_ingress: vec![LoadBalancerIngress { ip, ip_mode: IpMode::VIP }] };
+            // Like most cloud controllers this one leaves ipMode unset,
+            // which kube-proxy reads as VIP: it also captures the address.
+            let status = ServiceStatus { load_balancer_ingress: vec![LoadBalancerIngress { ip, ip_mode: None }] };
             self.api.update_service_status(&svc, status);
             self.push(Hop {
                 from: Place::CloudControllerManager,
@@ -421,7 +424,7 @@ impl World {
                 kind: HopKind::ControlPlane,
                 what_if: false,
                 caption: "PATCH status.loadBalancer".into(),
-                detail: format!("The cloud-controller-manager writes status.loadBalancer.ingress: [{{ip: {ip}, ipMode: VIP}}]. EXTERNAL-IP is no longer <pending>."),
+                detail: format!("The cloud-controller-manager writes status.loadBalancer.ingress: [{{ip: {ip}}}], with no ipMode, which kube-proxy reads as VIP. EXTERNAL-IP is no longer <pending>."),
                 packet: None,
             });
             self.resync_proxies();
@@ -566,7 +569,7 @@ impl World {
 
         // A packet of a known connection is rewritten from conntrack.
         if let Some((i, dir)) = self.conntrack[n].lookup(pkt) {
-            let after = self.conntrack[n].translate(i, dir, pkt);
+            let after = self.conntrack[n].translate(i, dir, pkt, self.clock);
             let mut rewrites = Vec::new();
             if after.src != pkt.src {
                 let kind = if dir == Direction::Reply { RewriteKind::UnDnat } else { RewriteKind::Snat };
@@ -587,7 +590,7 @@ impl World {
             return Step::Next {
                 to,
                 packet: PacketHop { before: *pkt, after, rewrites, decided_on: Some(n), matched: vec![], by_conntrack: true, could_reach: vec![], conntrack_entry: Some(i) },
-                caption: if after == *pkt { format!("forward → {}", after.dst) } else { format!("conntrack: {} → {}", after.src, after.dst) },
+                caption: if after == *pkt { format!("forward → {}", after.dst) } else { "conntrack undoes the NAT".to_string() },
                 detail,
             };
         }
@@ -629,7 +632,7 @@ impl World {
             after.src = SockAddr::new(out_addr, masquerade_port(n, pkt));
             rewrites.push(Rewrite { kind: RewriteKind::Snat, field: Field::Source, from, to: after.src });
         }
-        let entry = self.conntrack[n].insert(pkt, &after);
+        let entry = self.conntrack[n].insert(pkt, &after, self.clock);
         let to_name = self.place_name(to);
         let (caption, detail) = if rewrites.is_empty() {
             (format!("forward → {to_name}"), format!("No rule of {name} rewrites {}; it is routed on to {to_name}.", packet_text(pkt)))

@@ -286,7 +286,7 @@ pub fn nodeport_loadbalancer(opts: Options) -> Walkthrough {
                 .unwrap_or_default();
             let pod_node = w.api.pods.iter().find(|p| target.starts_with(&p.ip.to_string())).map_or("its node".into(), |p| display_node(&p.node_name));
             format!(
-                "No balancer is needed: the laptop dials {node2}:31000, Node-2's own address. Node-2 runs no web Pod, but its KUBE-NODEPORTS rule jumps to KUBE-EXT, which marks the packet for masquerade (externalTrafficPolicy: Cluster), and on to KUBE-SVC, which picks {target}. {node} DNATs to that Pod, forwards the packet over the cluster network to {pod_node}, and SNATs the source to its own address {snat} so the reply comes back through it. On the way back conntrack on {node} undoes both rewrites: the laptop sees an answer from {node2}:31000."
+                "No balancer is needed: a client that can reach the nodes' network (here the laptop, over a VPN) dials {node2}:31000, Node-2's own address. Node-2 runs no web Pod, but its KUBE-NODEPORTS rule jumps to KUBE-EXT, which marks the packet for masquerade (externalTrafficPolicy: Cluster), and on to KUBE-SVC, which picks {target}. {node} DNATs to that Pod, forwards the packet over the cluster network to {pod_node}, and SNATs the source to its own address {snat} so the reply comes back through it. The price: the Pod sees {snat}, not the client; externalTrafficPolicy: Local would keep the client's address but use only Pods on the node that was dialled. On the way back conntrack on {node} undoes both rewrites: the laptop sees an answer from {node2}:31000."
             )
         },
         &mut |w| {
@@ -303,7 +303,7 @@ pub fn nodeport_loadbalancer(opts: Options) -> Walkthrough {
         &|w, _| {
             let ip = w.cloud.balancer_for(&w.focus).map_or("?".into(), |b| b.ip.to_string());
             format!(
-                "Changing the type to LoadBalancer keeps node port 31000. The cloud-controller-manager notices the Service, and asks the cloud for a balancer that forwards port 80 to 31000 on every node. The cloud builds it asynchronously: until it is ready, status.loadBalancer is empty and kubectl shows EXTERNAL-IP <pending>. When it is ready, the controller writes {ip} into status.loadBalancer.ingress, and kube-proxy adds a rule for that address too."
+                "Changing the type to LoadBalancer keeps node port 31000. Every kube-proxy sees the change at once, but nothing in its rules changes yet. The cloud-controller-manager notices the Service too, and asks the cloud for a balancer that forwards port 80 to 31000 on every node. The cloud builds it asynchronously: until it is ready, status.loadBalancer is empty and kubectl shows EXTERNAL-IP <pending>. When it is ready, the controller writes {ip} into status.loadBalancer.ingress, and kube-proxy adds a rule for that address too."
             )
         },
         &mut |w| {
@@ -326,6 +326,8 @@ pub fn nodeport_loadbalancer(opts: Options) -> Walkthrough {
         .take(2) // balancer → node, node → Pod
         .map(|(mut h, v)| {
             h.what_if = true;
+            // Nothing of the alternative happens in the cluster, conntrack included.
+            h.detail = format!("What if the balancer kept the destination: {}", h.detail.replace("; conntrack records the connection", ""));
             (h, v)
         })
         .collect();
@@ -336,22 +338,15 @@ pub fn nodeport_loadbalancer(opts: Options) -> Walkthrough {
     let trace = w.take_trace();
     let split = trace.iter().position(|(h, _)| matches!(h.to, Place::Node(_))).map_or(trace.len(), |i| i + 1);
     let (first, rest) = trace.split_at(split);
-    // Step 4 shows the request up to the node. The VIP alternative is
-    // shown before the balancer's real choice, so the step ends on the
-    // path that is taken. A what-if changes nothing in the real cluster:
-    // its views repeat the view before it.
-    let mut hops4: Vec<Hop> = Vec::new();
-    let mut views4: Vec<View> = vec![start];
-    for (i, (h, v)) in first.iter().enumerate() {
-        if i + 1 == first.len() {
-            let before = views4.last().cloned().unwrap_or_else(|| v.clone());
-            for (vh, _) in &vip_trace {
-                hops4.push(vh.clone());
-                views4.push(before.clone());
-            }
-        }
-        hops4.push(h.clone());
-        views4.push(v.clone());
+    // Step 4 shows the request up to the node, then the VIP alternative.
+    // A what-if changes nothing in the real cluster: its views repeat the
+    // last real one.
+    let mut hops4: Vec<Hop> = first.iter().map(|(h, _)| h.clone()).collect();
+    let mut views4: Vec<View> = std::iter::once(start).chain(first.iter().map(|(_, v)| v.clone())).collect();
+    let last_real = views4.last().cloned().unwrap_or_else(|| w.view());
+    for (vh, _) in &vip_trace {
+        hops4.push(vh.clone());
+        views4.push(last_real.clone());
     }
     let entry_node = hops4.iter().find(|h| !h.what_if && matches!(h.to, Place::Node(_))).map(|h| w.place_name(h.to)).unwrap_or_default();
     let vip_caught = vip_trace
@@ -362,9 +357,9 @@ pub fn nodeport_loadbalancer(opts: Options) -> Walkthrough {
     steps.push(Step {
         title: "Dial the balancer".into(),
         narration: format!(
-            "An outside client dials {lb_ip}:80. The balancer chooses a node, here {entry_node}, and sends the connection to its node port 31000: the solid path. A balancer that keeps the destination, which ipMode: VIP declares, would instead deliver the packet to {entry_node} still addressed to {lb_ip}:80 (dashed). {}",
+            "An outside client dials {lb_ip}:80. This balancer chooses a node, here {entry_node}, and sends the connection to its node port 31000, keeping the client's address as the source: the solid path. Other balancers keep the destination instead, and deliver the packet to {entry_node} still addressed to {lb_ip}:80 (dashed, what if). The controller left ipMode unset, which kube-proxy reads as VIP, so it is ready for both. {}",
             if vip_caught {
-                format!("kube-proxy catches that too: its KUBE-SERVICES rule for the load balancer IP {lb_ip}:80 jumps to the same KUBE-EXT chain as the node port, so the rest is the same.")
+                format!("Its KUBE-SERVICES rule for the load balancer IP {lb_ip}:80 jumps to the same KUBE-EXT chain as the node port, so the rest is the same. The same rule lets Pods in the cluster that dial {lb_ip} reach web without leaving their node.")
             } else {
                 "No rule of kube-proxy matches that address, so the packet would not reach a Pod.".to_string()
             }
@@ -384,10 +379,11 @@ pub fn nodeport_loadbalancer(opts: Options) -> Walkthrough {
             let others: Vec<String> = p.could_reach.iter().filter(|a| **a != p.after.dst).map(|a| a.to_string()).collect();
             let local = w.api.pods.iter().any(|pod| pod.ip == p.after.dst.ip && Some(&pod.node_name) == p.decided_on.map(|n| &w.api.nodes[n].name));
             format!(
-                "On {node} the KUBE-NODEPORTS rule for 31000 leads to KUBE-SVC, which DNATs to {}{}. The balancer only chose the node: under externalTrafficPolicy: Cluster the rule picks from every ready Pod, so it could just as well have picked {}. The reply goes back through {node}, where conntrack restores the node port, and through the balancer, which restores {lb_ip}:80. One public address has reached a private Pod.",
+                "On {node} the KUBE-NODEPORTS rule for 31000 leads to KUBE-SVC, which DNATs to {}{}. The balancer only chose the node: under externalTrafficPolicy: Cluster the rule picks from every ready Pod, so it could just as well have picked {}. The packet is masqueraded too, so the Pod sees it come from {}, not from the client. The reply goes back through {node}, where conntrack restores the node port, and through the balancer, which restores {lb_ip}:80. One public address has reached a private Pod.",
                 p.after.dst,
                 if local { ", the Pod on this very node" } else { "" },
                 if others.is_empty() { "no other Pod".into() } else { list(&others) },
+                p.after.src.ip,
             )
         }
         (_, Outcome::Dropped { reason, .. }) => format!("The connection did not get through: {reason}"),
