@@ -504,6 +504,7 @@ fn service(v: &Value, name: &str, namespace: &str, range: PortRange, warnings: &
         }),
     };
     spec.external_name = r.str(field("externalName"), "spec.externalName").filter(|s| !s.is_empty()).map(String::from);
+    spec.allocate_load_balancer_node_ports = r.bool(field("allocateLoadBalancerNodePorts"), "spec.allocateLoadBalancerNodePorts");
 
     let mut status = ServiceStatus::default();
     let lb = r.obj(v.get("status"), "status").and_then(|s| r.obj(s.get("loadBalancer"), "status.loadBalancer"));

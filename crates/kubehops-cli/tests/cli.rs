@@ -476,3 +476,16 @@ fn odd_values_never_panic() {
     }
     assert!(runs > 1000, "only {runs} runs");
 }
+
+#[test]
+fn a_balancer_without_node_ports_gets_none() {
+    let svc = "apiVersion: v1\nkind: Service\nmetadata: {name: lb, namespace: default}\nspec:\n  type: LoadBalancer\n  allocateLoadBalancerNodePorts: false\n  clusterIP: 10.96.0.60\n  selector: {app: web}\n  ports:\n  - port: 80\n    targetPort: 8080\n";
+    let get = kubehops_with_stdin(&["get", "svc", "--now", "2024-05-01T12:05:30Z", "-f", "-"], svc);
+    assert_eq!(get.code, 0, "{}", get.stderr);
+    assert!(get.stdout.contains(" 80/TCP "), "no node port is allocated:\n{}", get.stdout);
+    let rules = kubehops_with_stdin(&["iptables-save", "--node", "node-1", "-f", "-", "-f", "tests/fixtures/cluster"], svc);
+    assert_eq!(rules.code, 0, "{}", rules.stderr);
+    assert!(rules.stdout.contains("\"default/lb cluster IP\""), "lb is in the rules:\n{}", rules.stdout);
+    assert!(!rules.stdout.contains("-A KUBE-NODEPORTS -m comment --comment default/lb "), "no node-port rule for lb");
+    assert!(!rules.stdout.contains("default/lb has no endpoints\" -m addrtype"), "no node-port reject for lb");
+}

@@ -142,6 +142,20 @@ pub struct ServiceSpec {
     pub health_check_node_port: Option<u16>,
     /// For type ExternalName: the DNS name CoreDNS answers with a CNAME.
     pub external_name: Option<String>,
+    /// `allocateLoadBalancerNodePorts`; unset means true. When false, a
+    /// LoadBalancer gets node ports only where the manifest names them.
+    pub allocate_load_balancer_node_ports: Option<bool>,
+}
+
+impl ServiceSpec {
+    /// Whether the API server picks node ports the manifest leaves out.
+    pub fn allocates_node_ports(&self) -> bool {
+        match self.type_ {
+            ServiceType::NodePort => true,
+            ServiceType::LoadBalancer => self.allocate_load_balancer_node_ports != Some(false),
+            _ => false,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -262,6 +262,7 @@ impl ApiServer {
                         taken_now.insert((proto, np));
                         svc.spec.ports[i].node_port = Some(np);
                     }
+                    None if !svc.spec.allocates_node_ports() => {}
                     None => match self.next_node_port(&key, i, proto, &taken_now) {
                         Some(np) => {
                             taken_now.insert((proto, np));
@@ -620,7 +621,7 @@ pub fn admit_stored_services(services: Vec<Service>, config: &ApiServerConfig) -
                 }
             }
         }
-        if svc.spec.type_.has_node_ports() {
+        if svc.spec.allocates_node_ports() {
             for i in 0..svc.spec.ports.len() {
                 if svc.spec.ports[i].node_port.is_some() {
                     continue;
