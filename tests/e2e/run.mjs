@@ -15,8 +15,13 @@ const root = resolve(process.argv[2] ?? 'dist');
 const out = resolve('.e2e-out');
 const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
 
+// The same dist/ is also served under a sub-path, as a documentation site
+// that embeds the app at /kh/ would: /kh/x maps to dist/x.
+const SUB = '/kh/';
 const server = createServer(async (req, res) => {
-  const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+  let path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+  if (path === SUB.slice(0, -1)) { res.writeHead(301, { location: SUB }).end(); return; }
+  if (path.startsWith(SUB)) path = path.slice(SUB.length - 1);
   const file = join(root, path === '/' ? 'index.html' : path);
   if (!file.startsWith(root)) { res.writeHead(403).end(); return; }
   try {
@@ -50,6 +55,7 @@ async function open(hash = '', opts = {}) {
   const errors = [];
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
   page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('response', (r) => { if (r.status() >= 400) errors.push(`HTTP ${r.status()} ${r.url()}`); });
   page.on('request', (r) => { if (!r.url().startsWith(origin)) outside.push(r.url()); });
   page.on('response', async (r) => {
     const u = r.url();
@@ -57,7 +63,7 @@ async function open(hash = '', opts = {}) {
       try { const b = await r.body(); sizes.set(u, { raw: b.length, gzip: gzipSync(b, { level: 9 }).length }); } catch {}
     }
   });
-  await page.goto(`${origin}/${hash}`);
+  await page.goto(`${origin}${opts.base ?? '/'}${hash}`);
   await page.waitForSelector('.kh-node-card', { timeout: 15000 });
   return { page, errors };
 }
@@ -78,6 +84,20 @@ await test('page loads without console errors and shows three nodes and both Pod
   for (const t of ['Node-1', 'Node-2', 'Node-3', '10.0.0.11', '10.0.0.12', '10.0.0.13', '10.244.1.5:8080', '10.244.3.9:8080', 'no web Pod']) {
     check(svg.includes(t), `canvas lacks "${t}"`);
   }
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
+});
+
+await test('served under a sub-path (/kh/), the page loads its files from there and renders', async () => {
+  const { page, errors } = await open('#/nodeport-loadbalancer/2/end', { base: SUB });
+  check(await page.locator('.kh-node-card').count() === 3, `expected three nodes, got ${await page.locator('.kh-node-card').count()}`);
+  const svg = await page.textContent('.kh-canvas svg');
+  for (const t of ['Node-1', 'Node-2', 'Node-3']) check(svg.includes(t), `canvas lacks "${t}"`);
+  check(await currentStep(page) === 2, 'the link in the hash did not open step 2');
+  // Every file came from under /kh/, none from the site root.
+  const loaded = await page.evaluate(() => performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname));
+  check(loaded.length >= 3 && loaded.every((p) => p.startsWith('/kh/')), `files loaded from outside /kh/: ${loaded.join(', ')}`);
+  check(new URL(page.url()).pathname === SUB, `page moved away from ${SUB}: ${page.url()}`);
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
   await page.close();
 });
