@@ -47,6 +47,87 @@ fn run_clock(player: Player, running: RwSignal<bool>, last: f64) {
     });
 }
 
+/// What a key press asks the player to do.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Key {
+    PlayPause,
+    NextStep,
+    PreviousStep,
+    NextHop,
+    PreviousHop,
+    Restart,
+    End,
+}
+
+/// Where a key press lands, as far as the shortcuts care.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Target {
+    /// Nothing in particular has focus (the body, or an element that
+    /// cannot take focus).
+    Page,
+    /// A focusable element (button, summary, link, a scrollable list with
+    /// tabindex="0"): Space, Home and End keep their own meaning there.
+    Focusable,
+    /// A focusable element that scrolls: Page Up and Page Down scroll it.
+    Scroller,
+    /// A text field, select or editable text: every key is its own.
+    Input,
+}
+
+impl Key {
+    fn from_name(name: &str) -> Option<Key> {
+        Some(match name {
+            " " | "Spacebar" => Key::PlayPause,
+            // Presenter clickers send Page Down and Page Up.
+            "ArrowRight" | "PageDown" => Key::NextStep,
+            "ArrowLeft" | "PageUp" => Key::PreviousStep,
+            "." | "]" => Key::NextHop,
+            "," | "[" => Key::PreviousHop,
+            "Home" => Key::Restart,
+            "End" => Key::End,
+            _ => return None,
+        })
+    }
+
+    /// Whether the shortcut takes the key `name`, rather than the element
+    /// it was pressed on.
+    fn applies_to(self, name: &str, target: Target) -> bool {
+        // Space clicks a button and opens a summary; Home and End scroll a
+        // list. Arrows and the hop keys stay shortcuts everywhere but in
+        // fields, and Page keys too unless the focused element scrolls.
+        let its_own = matches!(self, Key::PlayPause | Key::Restart | Key::End);
+        match target {
+            Target::Page => true,
+            Target::Input => false,
+            Target::Focusable => !its_own,
+            Target::Scroller => !its_own && !matches!(name, "PageDown" | "PageUp"),
+        }
+    }
+}
+
+impl Target {
+    fn of(e: &web_sys::KeyboardEvent) -> Target {
+        use wasm_bindgen::JsCast;
+        let Some(el) = e.target().and_then(|t| t.dyn_into::<web_sys::Element>().ok()) else { return Target::Page };
+        let tag = el.tag_name().to_ascii_lowercase();
+        if matches!(tag.as_str(), "input" | "textarea" | "select") {
+            return Target::Input;
+        }
+        let Some(h) = el.dyn_ref::<web_sys::HtmlElement>() else { return Target::Page };
+        if h.is_content_editable() {
+            return Target::Input;
+        }
+        if tag == "body" || tag == "html" || h.tab_index() < 0 {
+            return Target::Page;
+        }
+        if el.scroll_height() > el.client_height() {
+            Target::Scroller
+        } else {
+            Target::Focusable
+        }
+    }
+}
+
 #[component]
 pub fn App() -> impl IntoView {
     let w = walkthrough();
@@ -82,9 +163,12 @@ pub fn App() -> impl IntoView {
             player.open_link(&h);
         }
     });
-    // The step lives in the URL without adding history entries.
+    // The step (and, while paused, the hop) lives in the URL without adding
+    // history entries. replaceState fires no hashchange, and the listener
+    // above ignores a hash that already matches, so the two never fight.
+    let link = Memo::new(move |_| player.link_hash());
     Effect::new(move |_| {
-        let h = player.link_hash();
+        let h = link.get();
         if window().location().hash().unwrap_or_default() != h {
             if let Ok(hist) = window().history() {
                 let _ = hist.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&h));
@@ -101,55 +185,52 @@ pub fn App() -> impl IntoView {
     });
 
     let _ = window_event_listener(ev::keydown, move |e: web_sys::KeyboardEvent| {
-        if e.ctrl_key() || e.meta_key() || e.alt_key() {
+        if e.ctrl_key() || e.meta_key() || e.alt_key() || e.default_prevented() {
             return;
         }
-        let tag = e
-            .target()
-            .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok())
-            .map(|el| el.tag_name().to_ascii_lowercase())
-            .unwrap_or_default();
-        if matches!(tag.as_str(), "input" | "textarea" | "select") {
+        let name = e.key();
+        let Some(key) = Key::from_name(&name) else { return };
+        if !key.applies_to(&name, Target::of(&e)) {
             return;
         }
-        match e.key().as_str() {
-            // On a focused button, Space already clicks it.
-            " " | "Spacebar" if tag != "button" && tag != "a" => {
-                e.prevent_default();
-                player.toggle();
-            }
-            "ArrowRight" => {
-                e.prevent_default();
-                player.next();
-            }
-            "ArrowLeft" => {
-                e.prevent_default();
-                player.previous();
-            }
-            "Home" => {
-                e.prevent_default();
-                player.restart();
-            }
-            _ => {}
+        e.prevent_default();
+        match key {
+            Key::PlayPause => player.toggle(),
+            Key::NextStep => player.next(),
+            Key::PreviousStep => player.previous(),
+            Key::NextHop => player.next_hop(),
+            Key::PreviousHop => player.previous_hop(),
+            Key::Restart => player.restart(),
+            Key::End => player.show_end(),
         }
     });
 
     view! {
-        <div class="kh" data-step=move || player.step.get() + 1 data-playing=move || player.playing.get().to_string()>
+        <div
+            class="kh"
+            data-step=move || player.step.get() + 1
+            data-progress=move || format!("{:.2}", frame.get().progress)
+            data-playing=move || player.playing.get().to_string()
+        >
             <header class="kh-head">
                 <h1>{title}</h1>
                 <StepIndicator/>
             </header>
             <Notices/>
+            // Reading order is the narrow layout's order: the animation,
+            // what the step is about, the options and legend, then the
+            // details. Wide, the grid moves the narration beside the canvas.
             <main class="kh-main">
                 <section class="kh-stage" aria-label="Animation">
                     <Canvas/>
                     <Controls/>
+                </section>
+                <Narration/>
+                <div class="kh-extras">
                     <RandomPick/>
                     <Legend/>
-                </section>
+                </div>
                 <aside class="kh-side">
-                    <Narration/>
                     <HopDetail/>
                     <ManifestPanel/>
                     <KubectlPanel/>

@@ -184,8 +184,8 @@ fn NodeCard(index: usize) -> impl IntoView {
     });
     let (name, ip, pods) = ctx.player.walkthrough.with_untracked(|w| {
         let a = w.actor(Place::Node(index));
-        let pods: Vec<(Place, String, String)> =
-            w.actors.iter().filter(|a| a.node == Some(index)).map(|a| (a.place, a.label.clone(), a.sublabel.clone())).collect();
+        let pods: Vec<(Place, String, String, String)> =
+            w.actors.iter().filter(|a| a.node == Some(index)).map(|a| (a.place, a.label.clone(), a.short.clone(), a.sublabel.clone())).collect();
         (a.map(|a| a.label.clone()).unwrap_or_default(), a.map(|a| a.sublabel.clone()).unwrap_or_default(), pods)
     });
     // The node's rule summary in the current view, and which lines the
@@ -248,23 +248,22 @@ fn NodeCard(index: usize) -> impl IntoView {
                     <text x=pods_area.x + pods_area.w / 2.0 y=pods_area.y + pods_area.h / 2.0 + 5.0 class="kh-muted" text-anchor="middle">"no web Pod"</text>
                 </g>
             })}
-            {pods.into_iter().map(|(place, label, sub)| view! { <PodBox place=place label=label sub=sub/> }).collect_view()}
+            {pods.into_iter().map(|(place, label, short, sub)| view! { <PodBox place=place label=label short=short sub=sub/> }).collect_view()}
         </g>
     }
 }
 
 #[component]
-fn PodBox(place: Place, label: String, sub: String) -> impl IntoView {
+fn PodBox(place: Place, label: String, short: String, sub: String) -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let r = ctx.layout.with_value(|l| l.rect(place)).unwrap_or(Rect { x: 0.0, y: 0.0, w: 0.0, h: 0.0 });
-    // Pod names end in a random suffix; the Deployment part is enough here.
-    let short = label.rsplit_once('-').map_or(label.clone(), |(a, b)| format!("{}-{b}", a.split('-').next().unwrap_or(a)));
     let cx = r.x + r.w / 2.0;
     view! {
         <g class="kh-pod" class:active=move || is_active(ctx, place)>
             <title>{format!("Pod {label}")}</title>
             <rect x=r.x y=r.y width=r.w height=r.h rx="8"></rect>
-            <text x=cx y=r.y + 30.0 class="kh-label" text-anchor="middle">{format!("Pod {short}")}</text>
+            // The core's short label (`Pod web-x2klp`); the full name is in the title.
+            <text x=cx y=r.y + 30.0 class="kh-label" text-anchor="middle">{short}</text>
             <text x=cx y=r.y + 56.0 class="kh-mono" text-anchor="middle">{sub}</text>
             <text x=cx y=r.y + 84.0 class="kh-ready" text-anchor="middle">"✓ Ready"</text>
         </g>

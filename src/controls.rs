@@ -2,7 +2,7 @@
 //! pick switch.
 
 use crate::app::Ctx;
-use crate::player::next_seed;
+use crate::player::{next_seed, SPEEDS};
 use leptos::prelude::*;
 
 #[component]
@@ -14,21 +14,55 @@ pub fn Controls() -> impl IntoView {
     let play_label = move || if p.playing.get() { "Pause" } else { "Play" };
     view! {
         <div class="kh-controls" role="group" aria-label="Playback">
-            <button type="button" class="kh-btn" aria-label="Restart" title="Restart (Home)" on:click=move |_| p.restart()>
+            <button type="button" class="kh-btn" aria-label="Restart" aria-keyshortcuts="Home" title="Restart from step 1 (Home)" on:click=move |_| p.restart()>
                 <Icon d="M6 5v14M19 5 9 12l10 7z"/><span class="kh-btn-text">"Restart"</span>
             </button>
-            <button type="button" class="kh-btn" aria-label="Previous step" title="Previous step (←)" disabled=at_first on:click=move |_| p.previous()>
+            <button type="button" class="kh-btn" aria-label="Previous step" aria-keyshortcuts="ArrowLeft PageUp" title="Previous step (← or Page Up)" disabled=at_first on:click=move |_| p.previous()>
                 <Icon d="M15 5 8 12l7 7"/><span class="kh-btn-text">"Previous"</span>
             </button>
-            <button type="button" class="kh-btn kh-btn-primary" aria-label=play_label title="Play or pause (Space)" on:click=move |_| p.toggle()>
+            <button type="button" class="kh-btn kh-btn-primary" aria-label=play_label aria-keyshortcuts="Space" title="Play or pause (Space)" on:click=move |_| p.toggle()>
                 {move || if p.playing.get() { view! { <Icon d="M7 5h3v14H7zM14 5h3v14h-3z"/> } } else { view! { <Icon d="M7 4.5v15L19.5 12z"/> } }}
                 <span class="kh-btn-text">{play_label}</span>
             </button>
-            <button type="button" class="kh-btn" aria-label="Next step" title="Next step (→)" disabled=at_last on:click=move |_| p.next()>
+            <button type="button" class="kh-btn" aria-label="Next step" aria-keyshortcuts="ArrowRight PageDown" title="Next step (→ or Page Down)" disabled=at_last on:click=move |_| p.next()>
                 <span class="kh-btn-text">"Next"</span><Icon d="M9 5l7 7-7 7"/>
             </button>
-            <span class="kh-keys" aria-hidden="true">"Space · ← → · Home"</span>
+            <Speed/>
+            <span class="kh-keys" aria-hidden="true">
+                <span><kbd>"Space"</kbd>" play"</span>
+                <span><kbd>"←"</kbd><kbd>"→"</kbd>" step"</span>
+                <span><kbd>","</kbd><kbd>"."</kbd>" hop"</span>
+                <span><kbd>"Home"</kbd><kbd>"End"</kbd></span>
+            </span>
         </div>
+    }
+}
+
+/// Playback speed: a real select, named "Speed". It scales how fast the
+/// hops play and how long a finished step holds; the picture at any
+/// moment is the same at every speed.
+#[component]
+fn Speed() -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let p = ctx.player;
+    // Options are identified by their index in SPEEDS.
+    let chosen = move || SPEEDS.iter().position(|(s, _)| *s == p.speed.get()).unwrap_or(1).to_string();
+    let on_change = move |ev: leptos::ev::Event| {
+        if let Some((s, _)) = event_target_value(&ev).parse::<usize>().ok().and_then(|i| SPEEDS.get(i)) {
+            p.set_speed(*s);
+        }
+    };
+    view! {
+        <label class="kh-speed">
+            <span>"Speed"</span>
+            <select on:change=on_change prop:value=chosen>
+                {SPEEDS
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (s, label))| view! { <option value=i.to_string() selected=*s == 1.0>{*label}</option> })
+                    .collect_view()}
+            </select>
+        </label>
     }
 }
 

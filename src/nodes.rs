@@ -6,6 +6,8 @@
 //! views the core computed; they never decide where a packet goes.
 
 use crate::app::Ctx;
+use crate::panels::table_tag;
+use kubehops_core::iptables::TableName;
 use kubehops_core::sim::{Hop, HopKind, PacketHop, Place};
 use kubehops_core::walkthrough::{Step, Walkthrough};
 use leptos::either::Either;
@@ -70,8 +72,9 @@ struct RulesModel {
     name: String,
     lines: Vec<RuleLine>,
     /// Rules the current hop matched on this node outside the Service's
-    /// own lines (PREROUTING, KUBE-MARK-MASQ, FORWARD, …), in walk order.
-    shared: Vec<(usize, String)>,
+    /// own lines (PREROUTING, KUBE-MARK-MASQ, FORWARD, …), in walk order,
+    /// with the table each is in.
+    shared: Vec<(usize, TableName, String)>,
     note: String,
     /// Which hop's changes the `added` marks show (1-based).
     added_by: usize,
@@ -100,8 +103,9 @@ fn rules_model(ctx: Ctx, pinned: Option<usize>) -> RulesModel {
                 added: before.as_ref().is_some_and(|b| !b.contains(text)),
             })
             .collect();
-        let shared: Vec<(usize, String)> =
-            pk.map(|p| p.matched.iter().filter(|m| !rules.iter().any(|(l, _)| *l == m.line)).map(|m| (m.line, m.text.clone())).collect()).unwrap_or_default();
+        let shared: Vec<(usize, TableName, String)> = pk
+            .map(|p| p.matched.iter().filter(|m| !rules.iter().any(|(l, _)| *l == m.line)).map(|m| (m.line, m.table, m.text.clone())).collect())
+            .unwrap_or_default();
         let hits = lines.iter().filter(|l| l.hit).count();
         let added = lines.iter().filter(|l| l.added).count();
         let note = match hop {
@@ -163,8 +167,9 @@ fn reveal_first_mark(list: &web_sys::HtmlElement) {
     }
 }
 
-/// One `iptables-save` line, with its line number and marks.
-fn save_line(line: usize, text: String, hit: bool, added: bool, added_by: usize) -> impl IntoView {
+/// One `iptables-save` line, with its line number, marks and, where the
+/// list mixes tables, the table it is in.
+fn save_line(line: usize, table: Option<TableName>, text: String, hit: bool, added: bool, added_by: usize) -> impl IntoView {
     let mark = if hit { "▶" } else if added { "+" } else { "" };
     let sr = match (hit, added) {
         (true, true) => format!(" (matched by this hop; added at hop {added_by})"),
@@ -176,6 +181,7 @@ fn save_line(line: usize, text: String, hit: bool, added: bool, added_by: usize)
         <li class="kh-save-line" class:hit=hit class:added=added data-line=line>
             <span class="kh-ln">{line}</span>
             <span class="kh-mark" aria-hidden="true">{mark}</span>
+            {table.map(table_tag)}
             <code>{text}</code>
             <span class="kh-sr">{sr}</span>
         </li>
@@ -231,7 +237,7 @@ pub fn RulesPanel() -> impl IntoView {
                 <details class="kh-save-shared">
                     <summary>{summary}</summary>
                     <ol class="kh-code kh-save">
-                        {m.shared.into_iter().map(|(line, text)| save_line(line, text, true, false, by)).collect_view()}
+                        {m.shared.into_iter().map(|(line, table, text)| save_line(line, Some(table), text, true, false, by)).collect_view()}
                     </ol>
                 </details>
             }
@@ -240,7 +246,7 @@ pub fn RulesPanel() -> impl IntoView {
             <p class="kh-note kh-rules-note">{m.note}</p>
             <ol class="kh-code kh-save kh-save-main" node_ref=list tabindex="0" aria-label=format!("iptables-save lines for Service web on {}", m.name)>
                 {empty.map(|e| view! { <li class="kh-save-empty">{e}</li> })}
-                {m.lines.into_iter().map(|l| save_line(l.line, l.text, l.hit, l.added, by)).collect_view()}
+                {m.lines.into_iter().map(|l| save_line(l.line, None, l.text, l.hit, l.added, by)).collect_view()}
             </ol>
             {shared}
         }

@@ -3,8 +3,9 @@
 
 use crate::app::Ctx;
 use crate::canvas::kind_info;
+use kubehops_core::iptables::TableName;
 use kubehops_core::net::Packet;
-use kubehops_core::sim::{Field, HopKind, RewriteKind};
+use kubehops_core::sim::{Field, HopKind, Place, RewriteKind};
 use leptos::prelude::*;
 
 #[component]
@@ -19,6 +20,24 @@ pub fn Narration() -> impl IntoView {
             <p>{text}</p>
         </section>
     }
+}
+
+/// The tag naming the table a matched rule is in (`nat`, `filter`).
+pub fn table_tag(t: TableName) -> impl IntoView {
+    let name = t.as_str();
+    view! {
+        <span class=format!("kh-table kh-table-{name}") title=format!("in the {name} table")>{name}</span>
+        <span class="kh-sr">" table: "</span>
+    }
+}
+
+/// What a what-if hop shows instead of happening: this walkthrough's
+/// alternative is a balancer with ipMode VIP.
+pub const WHAT_IF: &str = "what if: ipMode VIP";
+
+/// An actor's short label (`Pod web-x2klp`, `Node-2`).
+pub fn short_label(ctx: Ctx, place: Place) -> String {
+    ctx.player.walkthrough.with(|w| w.actor(place).map(|a| a.short.clone()).unwrap_or_default())
 }
 
 fn rewrite_tag(k: RewriteKind) -> &'static str {
@@ -62,8 +81,7 @@ pub fn HopDetail() -> impl IntoView {
                 return view! { <p class="kh-muted-html">{format!("{n} hops. Press Play, or choose a hop below.")}</p> }.into_any();
             };
             let (class, _, kind_name) = kind_info(h.kind);
-            let from = p.walkthrough.with(|w| w.actor(h.from).map(|a| a.label.clone()).unwrap_or_default());
-            let to = p.walkthrough.with(|w| w.actor(h.to).map(|a| a.label.clone()).unwrap_or_default());
+            let (from, to) = (short_label(ctx, h.from), short_label(ctx, h.to));
             let packet = h.packet.clone().map(|pk| {
                 let tags = |field: Field| pk.rewrites.iter().filter(|r| r.field == field).map(|r| rewrite_tag(r.kind)).collect::<Vec<_>>();
                 let node = pk.decided_on.and_then(|n| p.walkthrough.with(|w| w.actor(kubehops_core::sim::Place::Node(n)).map(|a| a.label.clone())));
@@ -85,7 +103,7 @@ pub fn HopDetail() -> impl IntoView {
                     {(!pk.matched.is_empty()).then(|| view! {
                         <details class="kh-rules">
                             <summary>{rules_title}</summary>
-                            <ol>{pk.matched.iter().map(|m| view! { <li><code>{m.text.clone()}</code></li> }).collect_view()}</ol>
+                            <ol>{pk.matched.iter().map(|m| view! { <li>{table_tag(m.table)}<code>{m.text.clone()}</code></li> }).collect_view()}</ol>
                         </details>
                     })}
                 }
@@ -94,9 +112,17 @@ pub fn HopDetail() -> impl IntoView {
                 <div class=format!("kh-hop kh-{class}")>
                     <p class="kh-hop-head">
                         <span class="kh-kind">{kind_name}</span>
-                        {h.what_if.then(|| view! { <span class="kh-kind kh-whatif-tag">"what if: ipMode VIP"</span> })}
-                        <strong>{format!("Hop {} of {n}", i + 1)}</strong>
-                        {format!(" · {from} → {to}")}
+                        {h.what_if.then(|| view! { <span class="kh-kind kh-whatif-tag">{WHAT_IF}</span> })}
+                        <strong>{format!("Hop {} of {n}:", i + 1)}</strong>
+                        {(h.from != h.to).then(|| view! {
+                            <span class="kh-hop-route">
+                                <span>{from.clone()}</span>
+                                <span aria-hidden="true">"→"</span>
+                                <span class="kh-sr">" to "</span>
+                                <span>{to.clone()}</span>
+                            </span>
+                        })}
+                        {(h.from == h.to).then(|| view! { <span class="kh-hop-route"><span>{format!("on {from}")}</span></span> })}
                     </p>
                     <p>{h.detail.clone()}</p>
                     {packet}
@@ -114,6 +140,10 @@ pub fn HopDetail() -> impl IntoView {
                 .map(|(i, h)| {
                     let (class, label, _) = kind_info(h.kind);
                     let current = f.current == Some(i);
+                    let (from, to) = (short_label(ctx, h.from), short_label(ctx, h.to));
+                    let route = if h.from == h.to { format!("on {from}") } else { format!("{from} → {to}") };
+                    let spoken_route = if h.from == h.to { format!("on {from}") } else { format!("from {from} to {to}") };
+                    let what_if = if h.what_if { format!(" ({WHAT_IF})") } else { String::new() };
                     view! {
                         <li>
                             <button
@@ -121,13 +151,18 @@ pub fn HopDetail() -> impl IntoView {
                                 class=format!("kh-hopbtn kh-{class}")
                                 class:current=current
                                 class:done={ i < f.done }
+                                class:whatif=h.what_if
                                 aria-current=current.then_some("true")
-                                aria-label=format!("Show hop {}: {}", i + 1, h.caption)
+                                aria-label=format!("Show hop {}{what_if}: {}, {spoken_route}", i + 1, h.caption)
                                 on:click=move |_| p.show_hop(i)
                             >
                                 <span class="kh-hopnum">{i + 1}</span>
                                 <span class="kh-hopkind">{label}</span>
-                                <span class="kh-hopcap">{h.caption.clone()}</span>
+                                <span class="kh-hopcap">
+                                    {h.what_if.then(|| view! { <span class="kh-whatif-chip">"WHAT IF"</span> })}
+                                    {h.caption.clone()}
+                                </span>
+                                <span class="kh-hoproute">{route}</span>
                             </button>
                         </li>
                     }
@@ -200,8 +235,9 @@ pub fn Legend() -> impl IntoView {
                     let (class, label, name) = kind_info(k);
                     view! {
                         <li class=format!("kh-{class}")>
+                            // The same classes as the canvas trail, so the same dash pattern.
                             <svg viewBox="0 0 40 12" width="40" height="12" aria-hidden="true">
-                                <line class="kh-trail" x1="2" y1="6" x2="38" y2="6"></line>
+                                <line class=format!("kh-trail kh-{class}") x1="2" y1="6" x2="38" y2="6"></line>
                             </svg>
                             <span class="kh-chip">{label}</span>
                             <span>{name}</span>
@@ -211,7 +247,7 @@ pub fn Legend() -> impl IntoView {
                 .collect_view()}
             <li class="kh-whatif-key">
                 <svg viewBox="0 0 40 12" width="40" height="12" aria-hidden="true">
-                    <line class="kh-trail whatif" x1="2" y1="6" x2="38" y2="6"></line>
+                    <line class="kh-trail kh-request whatif" x1="2" y1="6" x2="38" y2="6"></line>
                 </svg>
                 <span>"what if (not taken)"</span>
             </li>

@@ -8,8 +8,12 @@ use leptos::prelude::*;
 
 /// Milliseconds a hop takes at normal speed.
 pub const BEAT_MS: f64 = 1100.0;
-/// Beats to rest at the end of a step before continuous play moves on.
-pub const HOLD_BEATS: f64 = 0.9;
+/// Beats to rest at the end of a step before continuous play moves on:
+/// long enough to read the step's end state.
+pub const HOLD_BEATS: f64 = 3.0;
+/// The playback speeds offered: multiple of the normal speed, and its label.
+/// (Labels are spelled out: formatting floats would add to the wasm.)
+pub const SPEEDS: [(f64, &str); 4] = [(0.5, "0.5×"), (1.0, "1×"), (1.5, "1.5×"), (2.0, "2×")];
 
 #[derive(Clone, Copy)]
 pub struct Player {
@@ -28,6 +32,9 @@ pub struct Player {
     /// step chosen by Next, Previous or the indicator).
     pub continuous: RwSignal<bool>,
     pub reduced_motion: RwSignal<bool>,
+    /// Playback speed, a multiple of the normal speed (one of `SPEEDS`).
+    /// It changes only how fast progress runs, never what is drawn.
+    pub speed: RwSignal<f64>,
     /// Problems found in the URL, shown once.
     pub notices: RwSignal<Vec<String>>,
 }
@@ -42,6 +49,7 @@ impl Player {
             playing: RwSignal::new(false),
             continuous: RwSignal::new(false),
             reduced_motion: RwSignal::new(reduced_motion),
+            speed: RwSignal::new(1.0),
             notices: RwSignal::new(Vec::new()),
         }
     }
@@ -53,7 +61,7 @@ impl Player {
 
     /// Number of hops in `step`.
     #[cfg(test)]
-    pub fn hops_in(&self, step: usize) -> usize {
+    pub(crate) fn hops_in(&self, step: usize) -> usize {
         self.walkthrough.with(|w| w.steps.get(step).map_or(0, |s| s.hops.len()))
     }
 
@@ -164,6 +172,58 @@ impl Player {
         self.progress.set((i + 1) as f64);
     }
 
+    /// Pauses and shows the end of the current step.
+    pub fn show_end(&self) {
+        self.playing.set(false);
+        self.progress.set(self.n_hops(self.step.get_untracked()) as f64);
+    }
+
+    /// Pauses and shows the next hop at its end: the one in flight, or the
+    /// one after the hop shown. After a step's last hop comes the first
+    /// hop of the next step.
+    pub fn next_hop(&self) {
+        self.playing.set(false);
+        let (s, p) = (self.step.get_untracked(), self.progress.get_untracked());
+        let n = self.n_hops(s);
+        let done = if p.is_finite() { p.max(0.0).floor() as usize } else { 0 };
+        if done < n {
+            self.progress.set((done + 1) as f64);
+        } else if s + 1 < self.n_steps() {
+            self.step.set(s + 1);
+            self.progress.set(self.n_hops(s + 1).min(1) as f64);
+        } else {
+            self.progress.set(n as f64);
+        }
+    }
+
+    /// Pauses and shows the hop before the one shown (or in flight). Before
+    /// a step's first hop comes the end of the previous step; the very
+    /// first step goes back to its start.
+    pub fn previous_hop(&self) {
+        self.playing.set(false);
+        let (s, p) = (self.step.get_untracked(), self.progress.get_untracked());
+        let n = self.n_hops(s) as f64;
+        let p = if p.is_finite() { p.clamp(0.0, n) } else { 0.0 };
+        // A hop in flight counts as shown: go to the end of the one before.
+        let target = p.ceil() - 1.0;
+        if target >= 1.0 {
+            self.progress.set(target);
+        } else if s > 0 {
+            self.step.set(s - 1);
+            self.progress.set(self.n_hops(s - 1) as f64);
+        } else {
+            self.progress.set(0.0);
+        }
+    }
+
+    /// Sets the playback speed; anything but a positive finite number
+    /// leaves it as it is.
+    pub fn set_speed(&self, speed: f64) {
+        if speed.is_finite() && speed > 0.0 {
+            self.speed.set(speed.clamp(0.1, 8.0));
+        }
+    }
+
     /// Advances the clock by `ms`. Returns whether it should keep running.
     pub fn tick(&self, ms: f64) -> bool {
         if !self.playing.get_untracked() {
@@ -172,7 +232,7 @@ impl Player {
         let ms = if ms.is_finite() { ms.clamp(0.0, 250.0) } else { 0.0 };
         let step = self.step.get_untracked();
         let n = self.n_hops(step) as f64;
-        let p = self.progress.get_untracked() + ms / BEAT_MS;
+        let p = self.progress.get_untracked() + ms * self.speed.get_untracked() / BEAT_MS;
         if p >= n + HOLD_BEATS {
             if self.continuous.get_untracked() && step + 1 < self.n_steps() {
                 self.step.set(step + 1);
@@ -194,21 +254,25 @@ impl Player {
         let q = parse_query(query.unwrap_or(""));
         self.rebuild(q.seed);
         let parsed = self.walkthrough.with_untracked(|w| link::parse(path, &[(w.id.as_str(), w.steps.len())]));
-        let problems: Vec<String> = parsed.problems.into_iter().chain(q.problems).collect();
+        let l = parsed.link;
+        let step = l.step.min(self.n_steps().saturating_sub(1));
+        let n = self.n_hops(step);
+        let mut problems = parsed.problems;
+        if let Some(HopPos::After(k)) = l.hop {
+            if k > n {
+                let hops = if n == 1 { "1 hop".to_string() } else { format!("{n} hops") };
+                problems.push(format!("Hop {k} does not exist; step {} has {hops}. Showing its end.", step + 1));
+            }
+        }
+        problems.extend(q.problems);
         if !problems.is_empty() {
             self.notices.set(problems);
         }
-        let l = parsed.link;
+        self.playing.set(false);
         match l.hop {
-            None => {
-                self.playing.set(false);
-                self.go_to(l.step);
-            }
+            None => self.go_to(step),
             Some(pos) => {
-                self.playing.set(false);
-                let step = l.step.min(self.n_steps().saturating_sub(1));
                 self.step.set(step);
-                let n = self.n_hops(step);
                 self.progress.set(match pos {
                     HopPos::End => n,
                     HopPos::After(k) => k.min(n),
@@ -217,10 +281,22 @@ impl Player {
         }
     }
 
-    /// The hash for the current step (and seed); tracked.
+    /// The hash for what is shown; tracked. While playing it names the
+    /// step (the link plays it); while paused also the hop position: `/N`
+    /// after N hops, `/end` at the step's end. The seed comes last.
     pub fn link_hash(&self) -> String {
         let id = self.walkthrough.with(|w| w.id.clone());
-        let mut h = link::format(&Link { walkthrough: id, step: self.step.get(), hop: None });
+        let step = self.step.get();
+        let hop = if self.playing.get() {
+            None
+        } else {
+            let n = self.walkthrough.with(|w| w.steps.get(step).map_or(0, |s| s.hops.len()));
+            let p = self.progress.get();
+            // A hop paused in flight is not finished: the link names the hops that are.
+            let done = if p.is_finite() { (p.max(0.0).floor() as usize).min(n) } else { 0 };
+            Some(if done == n && n > 0 { HopPos::End } else { HopPos::After(done) })
+        };
+        let mut h = link::format(&Link { walkthrough: id, step, hop });
         if let Some(seed) = self.seed.get() {
             h.push_str(&format!("?seed={seed}"));
         }
@@ -422,6 +498,107 @@ mod tests {
         p.open_link("#?&&=&seed=5&x=\u{0}?/9");
         assert_eq!(p.seed.get_untracked(), Some(5));
         assert_eq!(p.notices.get_untracked().len(), 1);
+    }
+
+    #[wasm_bindgen_test]
+    fn hop_keys_step_one_hop_and_cross_steps() {
+        let p = player(false);
+        p.toggle();
+        p.tick(200.0);
+        // A hop in flight: next shows it at its end, and pauses.
+        p.next_hop();
+        assert!(!p.playing.get_untracked());
+        assert_eq!((p.step.get_untracked(), p.progress.get_untracked()), (0, 1.0));
+        p.next_hop();
+        assert_eq!(p.progress.get_untracked(), 2.0);
+        p.previous_hop();
+        assert_eq!(p.progress.get_untracked(), 1.0);
+        // Before the first hop of step 1 there is only its start.
+        p.previous_hop();
+        assert_eq!((p.step.get_untracked(), p.progress.get_untracked()), (0, 0.0));
+        // From the end of a step, next is the first hop of the next one…
+        p.show_end();
+        p.next_hop();
+        assert_eq!((p.step.get_untracked(), p.progress.get_untracked()), (1, 1.0));
+        // …and back again is the end of the previous one.
+        p.previous_hop();
+        assert_eq!((p.step.get_untracked(), p.progress.get_untracked()), (0, p.hops_in(0) as f64));
+        // Mid-flight, previous goes to the end of the hop before it.
+        p.step.set(1);
+        p.progress.set(2.4);
+        p.previous_hop();
+        assert_eq!(p.progress.get_untracked(), 2.0);
+        // The very last position stays put.
+        let last = p.steps() - 1;
+        p.step.set(last);
+        p.show_end();
+        p.next_hop();
+        assert_eq!((p.step.get_untracked(), p.progress.get_untracked()), (last, p.hops_in(last) as f64));
+    }
+
+    #[wasm_bindgen_test]
+    fn the_link_names_the_hop_while_paused() {
+        let p = player(false);
+        p.open_link("#/nodeport-loadbalancer/4/3");
+        assert_eq!((p.step.get_untracked(), p.progress.get_untracked()), (3, 3.0));
+        assert_eq!(p.link_hash(), "#/nodeport-loadbalancer/4/3");
+        p.show_end();
+        assert_eq!(p.link_hash(), "#/nodeport-loadbalancer/4/end");
+        // Paused in flight: the hops that are finished.
+        p.progress.set(2.5);
+        assert_eq!(p.link_hash(), "#/nodeport-loadbalancer/4/2");
+        p.progress.set(0.0);
+        assert_eq!(p.link_hash(), "#/nodeport-loadbalancer/4/0");
+        // Playing: just the step, which a link plays.
+        p.toggle();
+        assert_eq!(p.link_hash(), "#/nodeport-loadbalancer/4");
+        // The seed comes last, and the link opens the same picture again.
+        p.open_link("#/nodeport-loadbalancer/2/3?seed=42");
+        assert_eq!(p.link_hash(), "#/nodeport-loadbalancer/2/3?seed=42");
+        let again = player(false);
+        again.open_link(&p.link_hash());
+        assert_eq!((again.step.get_untracked(), again.progress.get_untracked(), again.seed.get_untracked()), (1, 3.0, Some(42)));
+    }
+
+    #[wasm_bindgen_test]
+    fn a_hop_past_the_end_shows_the_end_and_says_so() {
+        let p = player(false);
+        p.open_link("#/nodeport-loadbalancer/2/99");
+        let n = p.hops_in(1);
+        assert_eq!((p.step.get_untracked(), p.progress.get_untracked()), (1, n as f64));
+        assert_eq!(p.notices.get_untracked(), [format!("Hop 99 does not exist; step 2 has {n} hops. Showing its end.")]);
+        // The last hop itself is fine.
+        p.notices.set(Vec::new());
+        p.open_link(&format!("#/nodeport-loadbalancer/2/{n}"));
+        assert!(p.notices.get_untracked().is_empty());
+    }
+
+    #[wasm_bindgen_test]
+    fn speed_scales_the_clock_only() {
+        let (slow, fast) = (player(false), player(false));
+        slow.set_speed(0.5);
+        fast.set_speed(2.0);
+        for p in [&slow, &fast] {
+            p.go_to(1);
+            p.tick(200.0);
+        }
+        let (a, b) = (slow.progress.get_untracked(), fast.progress.get_untracked());
+        assert!((b / a - 4.0).abs() < 1e-9, "{a} {b}");
+        // Nonsense is ignored.
+        fast.set_speed(f64::NAN);
+        fast.set_speed(0.0);
+        fast.set_speed(-1.0);
+        assert_eq!(fast.speed.get_untracked(), 2.0);
+        // A finished step holds for HOLD_BEATS before continuous play moves on.
+        let p = player(false);
+        p.toggle();
+        let n = p.hops_in(0) as f64;
+        p.progress.set(n);
+        let mut held = 0.0;
+        while p.step.get_untracked() == 0 && p.tick(100.0) {
+            held += 100.0;
+        }
+        assert!((held / BEAT_MS - HOLD_BEATS).abs() < 0.1, "held {held} ms");
     }
 
     #[wasm_bindgen_test]

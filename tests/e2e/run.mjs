@@ -76,6 +76,7 @@ async function test(name, fn) {
 }
 
 const currentStep = (page) => page.getAttribute('.kh', 'data-step').then(Number);
+const playing = (page) => page.getAttribute('.kh', 'data-playing');
 const kubectl = (page) => page.textContent('[data-testid=kubectl]');
 
 await test('page loads without console errors and shows three nodes and both Pods', async () => {
@@ -160,21 +161,117 @@ await test('step 3 shows <pending> before the address is published', async () =>
   await page.close();
 });
 
-await test('keyboard: arrows step, Home restarts, Space plays', async () => {
-  const { page } = await open();
+await test('keyboard: arrows and Page keys step, Home restarts, End ends the step, Space plays', async () => {
+  const { page, errors } = await open();
   await page.locator('body').press('ArrowRight');
   await page.locator('body').press('ArrowRight');
   check(await currentStep(page) === 3, 'ArrowRight did not step');
   await page.locator('body').press('ArrowLeft');
   check(await currentStep(page) === 2, 'ArrowLeft did not step back');
+  // Presenter clickers send Page Down and Page Up.
+  await page.keyboard.press('PageDown');
+  check(await currentStep(page) === 3, 'PageDown did not step');
+  await page.keyboard.press('PageUp');
+  check(await currentStep(page) === 2, 'PageUp did not step back');
+  await page.locator('body').press('End');
+  check((await page.textContent('.kh-status')).startsWith('6/6') && await playing(page) === 'false', 'End did not show the end of step 2');
   await page.locator('body').press('Home');
   check(await currentStep(page) === 1, 'Home did not restart');
-  const playing = () => page.getAttribute('.kh', 'data-playing');
-  const was = await playing();
+  const was = await playing(page);
   await page.locator('body').press('Space');
-  check(await playing() !== was, 'Space did not toggle play');
+  check(await playing(page) !== was, 'Space did not toggle play');
   await page.locator('body').press('Space');
-  check(await playing() === was, 'Space did not toggle back');
+  check(await playing(page) === was, 'Space did not toggle back');
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
+});
+
+await test('keyboard: . and , (and ] and [) step one hop, pausing, across steps', async () => {
+  const { page } = await open('#/nodeport-loadbalancer/2/2');
+  const status = () => page.textContent('.kh-status');
+  await page.keyboard.press('.');
+  check((await status()).startsWith('3/6') && await playing(page) === 'false', `. should show hop 3, paused: ${await status()}`);
+  await page.keyboard.press(']');
+  check((await status()).startsWith('4/6'), `] should show hop 4: ${await status()}`);
+  await page.keyboard.press(',');
+  await page.keyboard.press('[');
+  check((await status()).startsWith('2/6'), `, and [ should go back two hops: ${await status()}`);
+  check(page.url().endsWith('#/nodeport-loadbalancer/2/2'), `hash should name hop 2: ${page.url()}`);
+  // At the end of a step, . opens the next step at its first hop…
+  await page.locator('body').press('End');
+  await page.keyboard.press('.');
+  check(await currentStep(page) === 3 && (await status()).startsWith('1/'), `. at the end: step ${await currentStep(page)}, ${await status()}`);
+  // …and , goes back to the end of the previous one.
+  await page.keyboard.press(',');
+  check(await currentStep(page) === 2 && (await status()).startsWith('6/6'), `, at hop 1: step ${await currentStep(page)}, ${await status()}`);
+  // While playing, . stops and shows the hop in flight at its end.
+  await page.getByRole('button', { name: 'Next step' }).click();
+  await page.waitForFunction(() => Number(document.querySelector('.kh').dataset.progress) > 0.2);
+  await page.keyboard.press('.');
+  check(await playing(page) === 'false', '. did not pause');
+  check(Number(await page.getAttribute('.kh', 'data-progress')) === 1, `. mid-hop should show hop 1 at its end: ${await page.getAttribute('.kh', 'data-progress')}`);
+  await page.close();
+});
+
+await test('keyboard: Space, Home and End stay with focused elements; shortcuts stay out of fields', async () => {
+  const { page } = await open('#/nodeport-loadbalancer/2/2', { viewport: { width: 1600, height: 480 } });
+  // Space on a focused summary opens its details and does not play.
+  const summary = page.locator('.kh-rules summary');
+  await summary.focus();
+  await page.keyboard.press('Space');
+  check(await page.locator('.kh-rules').evaluate((d) => d.open), 'Space on the summary did not open it');
+  check(await playing(page) === 'false', 'Space on the summary started playback');
+  await page.keyboard.press('Space');
+  check(!(await page.locator('.kh-rules').evaluate((d) => d.open)), 'Space on the summary did not close it again');
+  // Home and End in the focused, scrollable rules list scroll it; the step stays.
+  const list = page.locator('.kh-save-main');
+  await list.focus();
+  check(await list.evaluate((e) => e.scrollHeight > e.clientHeight + 50), 'the rules list should scroll at this size');
+  // (Keyboard scrolling may be smooth: wait for it.)
+  const scrolled = (cond, msg) => list.evaluate((e, c) => new Promise((ok) => {
+    const t0 = performance.now();
+    const poll = () => (c === 'end' ? e.scrollTop > 0 : e.scrollTop === 0) || performance.now() - t0 > 2000 ? ok() : requestAnimationFrame(poll);
+    poll();
+  }), cond).then(async () => check(cond === 'end' ? await list.evaluate((e) => e.scrollTop) > 0 : await list.evaluate((e) => e.scrollTop) === 0, msg));
+  await page.keyboard.press('End');
+  await scrolled('end', 'End did not scroll the rules list');
+  await page.keyboard.press('Home');
+  await scrolled('top', 'Home did not scroll the rules list back to its top');
+  check(await currentStep(page) === 2 && (await page.textContent('.kh-status')).startsWith('2/6'), 'Home/End in the list moved the player');
+  await page.keyboard.press('Space');
+  check(await playing(page) === 'false', 'Space in the rules list started playback');
+  // Arrows and hop keys still work from there.
+  await page.keyboard.press('.');
+  check((await page.textContent('.kh-status')).startsWith('3/6'), '. did not work with the list focused');
+  // In the speed select, keys are the select's own.
+  await page.getByRole('combobox', { name: 'Speed' }).focus();
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('.');
+  check(await currentStep(page) === 2 && (await page.textContent('.kh-status')).startsWith('3/6'), 'keys in the select moved the player');
+  await page.close();
+});
+
+await test('speed: a select named "Speed" scales how fast hops play', async () => {
+  const { page, errors } = await open();
+  const speed = page.getByRole('combobox', { name: 'Speed' });
+  check(await speed.count() === 1, 'no control named "Speed"');
+  const labels = (await speed.locator('option').allTextContents()).map((t) => t.trim());
+  check(labels.join(' ') === '0.5× 1× 1.5× 2×', `speed options: ${labels.join(' ')}`);
+  check(await speed.inputValue() === '1', 'should start at 1×');
+  // Progress made in the same wall time, at 0.5× and at 2×.
+  const rate = async (label) => {
+    await speed.selectOption({ label });
+    await page.getByRole('button', { name: 'Step 2 of 5', exact: false }).click();
+    const t0 = Date.now();
+    await page.waitForTimeout(900);
+    const p = Number(await page.getAttribute('.kh', 'data-progress'));
+    return p / ((Date.now() - t0) / 1000);
+  };
+  const slow = await rate('0.5×');
+  const fast = await rate('2×');
+  check(slow > 0 && fast / slow > 2.5, `2× should run about 4 times as fast as 0.5×: ${slow.toFixed(2)} vs ${fast.toFixed(2)} hops/s`);
+  check(await speed.inputValue() === '3', 'the select does not show 2×');
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
   await page.close();
 });
 
@@ -190,6 +287,127 @@ await test('step 2 shows the packet before and after DNAT and SNAT', async () =>
   const hop = await page.textContent('.kh-hop');
   for (const t of ['10.0.0.12:31000', '10.244.3.9:8080', 'DNAT', 'SNAT', '198.51.100.23:51000']) check(hop.includes(t), `hop lacks ${t}`);
   check(await page.locator('.kh-rule.hit').count() > 0, 'no rule highlighted on Node-2');
+  await page.close();
+});
+
+await test('a paused hop stays in the link: #/…/4/3 reloads at hop 3', async () => {
+  const { page, errors } = await open('#/nodeport-loadbalancer/4/3');
+  const at3 = async (when) => {
+    check(await currentStep(page) === 4, `${when}: not on step 4`);
+    check((await page.textContent('.kh-status')).startsWith('3/'), `${when}: status ${await page.textContent('.kh-status')}`);
+    check(await page.getAttribute('.kh-hopbtn[aria-current=true]', 'aria-label').then((l) => l.startsWith('Show hop 3')), `${when}: hop 3 not current`);
+    check(page.url().endsWith('#/nodeport-loadbalancer/4/3'), `${when}: hash ${page.url()}`);
+  };
+  await at3('opened');
+  await page.reload();
+  await page.waitForSelector('.kh-node-card');
+  await at3('reloaded');
+  // Choosing a hop writes it; the end is /end; playing names only the step.
+  await page.getByRole('button', { name: /^Show hop 1[:( ]/ }).click();
+  check(page.url().endsWith('#/nodeport-loadbalancer/4/1'), `after hop 1: ${page.url()}`);
+  // End on the focused hop button is the button's; from the page it is ours.
+  await page.keyboard.press('End');
+  check(page.url().endsWith('#/nodeport-loadbalancer/4/1'), `End on a focused button moved the player: ${page.url()}`);
+  await page.evaluate(() => document.activeElement.blur());
+  await page.keyboard.press('End');
+  check(page.url().endsWith('#/nodeport-loadbalancer/4/end'), `at the end: ${page.url()}`);
+  await page.getByRole('button', { name: 'Previous step' }).click();
+  check(page.url().endsWith('#/nodeport-loadbalancer/3'), `playing: ${page.url()}`);
+  // With a seed, the seed stays last.
+  await page.goto(`${origin}/#/nodeport-loadbalancer/2/4?seed=42`);
+  await page.reload();
+  await page.waitForSelector('.kh-node-card');
+  check(page.url().endsWith('#/nodeport-loadbalancer/2/4?seed=42') && (await page.textContent('.kh-status')).startsWith('4/6'), `seeded: ${page.url()}`);
+  // Editing the hash by hand opens the new position and is not overwritten.
+  await page.evaluate(() => { location.hash = '#/nodeport-loadbalancer/5/2'; });
+  await page.waitForFunction(() => document.querySelector('.kh').dataset.step === '5');
+  check((await page.textContent('.kh-status')).startsWith('2/') && page.url().endsWith('#/nodeport-loadbalancer/5/2'), `edited: ${page.url()}`);
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
+});
+
+await test('a hop past the end of a step shows its end and says so', async () => {
+  const { page, errors } = await open('#/nodeport-loadbalancer/2/99');
+  const notice = await page.textContent('.kh-notice');
+  check(notice.includes('Hop 99 does not exist; step 2 has 6 hops. Showing its end.'), `notice: ${notice}`);
+  check(await currentStep(page) === 2 && (await page.textContent('.kh-status')).startsWith('6/6'), 'should show the end of step 2');
+  check(page.url().endsWith('#/nodeport-loadbalancer/2/end'), `hash: ${page.url()}`);
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
+});
+
+await test('hops are named by short labels; what-if hops are marked in the list and in their names', async () => {
+  const { page, errors } = await open('#/nodeport-loadbalancer/2/3');
+  // Canvas Pod boxes use the short label; the full name stays in the title.
+  const podLabels = await page.locator('.kh-pod .kh-label').allTextContents();
+  check(podLabels.includes('Pod web-x2klp') && podLabels.includes('Pod web-q7rtm'), `pod labels: ${podLabels.join(' | ')}`);
+  check((await page.locator('.kh-pod title').allTextContents()).some((t) => /^Pod web-[0-9a-z]+-q7rtm$/.test(t)), 'full Pod name missing from the title');
+  // The hop heading: "Hop 3 of 6:" then the route, with no leading separator.
+  const head = (await page.textContent('.kh-hop-head')).replace(/\s+/g, ' ').trim();
+  check(head.includes('Hop 3 of 6:') && head.includes('Node-3') && head.includes('Pod web-q7rtm'), `heading: ${head}`);
+  check(!/ · /.test(head), `heading still uses a separator: ${head}`);
+  const route = page.locator('.kh-hop-route');
+  check(!(await route.textContent()).trim().startsWith('·'), 'route starts with a separator');
+  // The hop list shows the route with short labels too.
+  const item3 = page.locator('.kh-hopbtn').nth(2);
+  check((await item3.textContent()).includes('Node-3 → Pod web-q7rtm'), `hop list: ${await item3.textContent()}`);
+  await page.close();
+  // Step 4 has what-if hops (ipMode VIP): chip in the list, and said in the name.
+  const p4 = await open('#/nodeport-loadbalancer/4/end');
+  const whatIf = p4.page.locator('.kh-hopbtn.whatif');
+  check(await whatIf.count() >= 1, 'no what-if hop in step 4');
+  for (const b of await whatIf.all()) {
+    check((await b.textContent()).includes('WHAT IF'), `what-if hop without its chip: ${await b.textContent()}`);
+    check(/^Show hop \d+ \(what if: ipMode VIP\): /.test(await b.getAttribute('aria-label')), `name: ${await b.getAttribute('aria-label')}`);
+  }
+  for (const b of await p4.page.locator('.kh-hopbtn:not(.whatif)').all()) {
+    check(!(await b.textContent()).includes('WHAT IF') && /^Show hop \d+: /.test(await b.getAttribute('aria-label')), `plain hop marked: ${await b.getAttribute('aria-label')}`);
+  }
+  await whatIf.first().click();
+  check((await p4.page.textContent('.kh-hop-head')).includes('what if: ipMode VIP'), 'the heading of a what-if hop does not say so');
+  check(errors.length === 0 && p4.errors.length === 0, `console errors: ${[...errors, ...p4.errors].join(' | ')}`);
+  await p4.page.close();
+});
+
+await test('matched rules name their table (nat, filter) in the hop panel and the rules panel', async () => {
+  const { page, errors } = await open('#/nodeport-loadbalancer/2/2');
+  await page.locator('.kh-rules summary').click();
+  const items = page.locator('.kh-rules li');
+  check(await items.count() > 0, 'no matched rules listed');
+  for (const li of await items.all()) {
+    const tag = (await li.locator('.kh-table').textContent()).trim();
+    check(tag === 'nat' || tag === 'filter', `rule without a table: ${await li.textContent()}`);
+  }
+  const tables = await page.locator('.kh-rules .kh-table').allTextContents();
+  check(tables.includes('nat') && tables.includes('filter'), `hop 2 should match rules in both tables: ${tables.join(' ')}`);
+  await page.locator('.kh-save-shared summary').click();
+  const shared = page.locator('.kh-save-shared .kh-save-line');
+  check(await shared.count() > 0, 'no shared rules');
+  for (const li of await shared.all()) {
+    check(/^(nat|filter)$/.test((await li.locator('.kh-table').textContent()).trim()), `shared rule without a table: ${await li.textContent()}`);
+  }
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
+});
+
+await test('the legend draws each kind with the canvas\'s dash pattern; control plane is amber', async () => {
+  const { page } = await open('#/nodeport-loadbalancer/4/end');
+  const dash = (sel) => page.locator(sel).first().evaluate((e) => getComputedStyle(e).strokeDasharray);
+  const patterns = new Set();
+  for (const k of ['dns', 'request', 'reply', 'control', 'dropped']) {
+    const d = await dash(`.kh-legend .kh-trail.kh-${k}`);
+    patterns.add(d);
+    // The canvas trail of the same kind, where this step has one.
+    if (await page.locator(`.kh-trails .kh-trail.kh-${k}:not(.whatif)`).count()) {
+      check(await dash(`.kh-trails .kh-trail.kh-${k}:not(.whatif)`) === d, `${k}: legend ${d} differs from the canvas`);
+    }
+  }
+  check(patterns.size === 5, `kinds share a pattern: ${[...patterns].join(' / ')}`);
+  const wi = await dash('.kh-legend .kh-trail.whatif');
+  check(wi !== 'none' && wi === await dash('.kh-trails .kh-trail.whatif'), `what-if legend ${wi} differs from the canvas`);
+  // Amber: red well above blue, green between (not brown: bright enough).
+  const rgb = (await page.locator('.kh-legend .kh-trail.kh-control').evaluate((e) => getComputedStyle(e).stroke)).match(/\d+/g).map(Number);
+  check(rgb[0] > 170 && rgb[1] > 110 && rgb[2] < 40, `control-plane line is not amber: rgb(${rgb})`);
   await page.close();
 });
 
@@ -299,7 +517,8 @@ await test('random pick: the switch rebuilds the walkthrough with a seed, and of
   await sw.uncheck();
   await page.waitForFunction(() => !location.hash.includes('?'));
   check(await page.textContent('.kh-hoplist') === fixed, 'turning it off did not restore the fixed picks');
-  check(page.url().endsWith('#/nodeport-loadbalancer/2'), `hash: ${page.url()}`);
+  // Playing, the link names the step; if the replay already ended, its end.
+  check(/#\/nodeport-loadbalancer\/2(\/end)?$/.test(page.url()), `hash: ${page.url()}`);
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
   await page.close();
 });
@@ -311,7 +530,7 @@ await test('a seed in the link picks differently and still works', async () => {
   check((await page.textContent('.kh-hoplist')).includes('DNAT to 10.244.1.5:8080'), 'seed 42 should pick the Pod on Node-1 in step 2');
   check((await page.textContent('.kh-status')).startsWith('6/6'), 'the step should open at its end');
   check(await page.locator('.kh-notice').count() === 0, 'a good seed should not leave a notice');
-  check(page.url().endsWith('#/nodeport-loadbalancer/2?seed=42'), `hash: ${page.url()}`);
+  check(page.url().endsWith('#/nodeport-loadbalancer/2/end?seed=42'), `hash: ${page.url()}`);
   // Playing on through the steps works with the seed too.
   await page.getByRole('button', { name: 'Next step' }).click();
   check(await currentStep(page) === 3 && page.url().endsWith('#/nodeport-loadbalancer/3?seed=42'), `next: ${page.url()}`);
