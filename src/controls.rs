@@ -28,11 +28,14 @@ pub fn Controls() -> impl IntoView {
                 <span class="kh-btn-text">"Next"</span><Icon d="M9 5l7 7-7 7"/>
             </button>
             <Speed/>
-            <span class="kh-keys" aria-hidden="true">
+            <span
+                class="kh-keys"
+                aria-hidden="true"
+                title="Space: play or pause · ← → or Page Up/Down: previous or next step · , . or [ ]: previous or next hop · Home: restart · End: end of the step"
+            >
                 <span><kbd>"Space"</kbd>" play"</span>
                 <span><kbd>"←"</kbd><kbd>"→"</kbd>" step"</span>
                 <span><kbd>","</kbd><kbd>"."</kbd>" hop"</span>
-                <span><kbd>"Home"</kbd><kbd>"End"</kbd></span>
             </span>
         </div>
     }

@@ -50,6 +50,18 @@ fn rewrite_tag(k: RewriteKind) -> &'static str {
     }
 }
 
+/// An address that may wrap after its colon in a narrow column
+/// (`198.51.100.23:` / `51000`), never inside a number.
+fn address(a: String) -> impl IntoView {
+    match a.rfind(':') {
+        Some(i) => {
+            let (host, port) = a.split_at(i + 1);
+            view! { <span class="kh-addr">{host.to_string()}<wbr/>{port.to_string()}</span> }.into_any()
+        }
+        None => view! { <span class="kh-addr">{a}</span> }.into_any(),
+    }
+}
+
 /// One row of the before/after table.
 fn packet_row(label: &'static str, field: Field, before: &Packet, after: &Packet, tags: Vec<&'static str>) -> impl IntoView {
     let (b, a) = match field {
@@ -60,9 +72,9 @@ fn packet_row(label: &'static str, field: Field, before: &Packet, after: &Packet
     view! {
         <tr class:changed=changed>
             <th scope="row">{label}</th>
-            <td class="kh-mono-html">{b.to_string()}</td>
+            <td class="kh-mono-html">{address(b.to_string())}</td>
             <td class="kh-mono-html">
-                {a.to_string()}
+                {address(a.to_string())}
                 {tags.into_iter().map(|t| view! { <span class="kh-tag">{t}</span> }).collect_view()}
             </td>
         </tr>
