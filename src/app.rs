@@ -209,7 +209,11 @@ pub fn App() -> impl IntoView {
         <div
             class="kh"
             data-step=move || player.step.get() + 1
-            data-progress=move || format!("{:.2}", frame.get().progress)
+            data-progress=move || {
+                // Two decimals, formatted as integers: float formatting would add to the wasm.
+                let c = (frame.get().progress * 100.0).round() as u64;
+                format!("{}.{:02}", c / 100, c % 100)
+            }
             data-playing=move || player.playing.get().to_string()
         >
             <header class="kh-head">

@@ -29,7 +29,10 @@ pub fn Canvas() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let description = move || {
         ctx.with_step(|st| match ctx.frame.get().current.and_then(|i| st.hops.get(i).map(|h| (i, h))) {
-            Some((i, h)) => format!("Hop {} of {}: {}. {}", i + 1, st.hops.len(), h.caption, h.detail),
+            Some((i, h)) => {
+                let what_if = if h.what_if { format!(" ({})", crate::panels::WHAT_IF) } else { String::new() };
+                format!("Hop {} of {}{what_if}: {}. {}", i + 1, st.hops.len(), h.caption, h.detail)
+            }
             None => format!("{} hops in this step. Press Play to start.", st.hops.len()),
         })
         .unwrap_or_default()
@@ -74,7 +77,7 @@ fn status_line(ctx: Ctx) -> String {
     ctx.with_step(|st| match f.current.and_then(|i| st.hops.get(i).map(|h| (i, h))) {
         Some((i, h)) => {
             let wire = h.packet.as_ref().map(|p| format!("  ·  {}", p.after)).unwrap_or_default();
-            let alt = if h.what_if { "  ·  what if (ipMode VIP)" } else { "" };
+            let alt = if h.what_if { format!("  ·  {}", crate::panels::WHAT_IF) } else { String::new() };
             format!("{}/{}  ·  {}{}{}", i + 1, st.hops.len(), h.caption, wire, alt)
         }
         None => format!("Ready: {} hops. Press Play or Space.", st.hops.len()),

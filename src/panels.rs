@@ -53,13 +53,8 @@ fn rewrite_tag(k: RewriteKind) -> &'static str {
 /// An address that may wrap after its colon in a narrow column
 /// (`198.51.100.23:` / `51000`), never inside a number.
 fn address(a: String) -> impl IntoView {
-    match a.rfind(':') {
-        Some(i) => {
-            let (host, port) = a.split_at(i + 1);
-            view! { <span class="kh-addr">{host.to_string()}<wbr/>{port.to_string()}</span> }.into_any()
-        }
-        None => view! { <span class="kh-addr">{a}</span> }.into_any(),
-    }
+    let (host, port) = a.split_at(a.rfind(':').map_or(a.len(), |i| i + 1));
+    view! { <span class="kh-addr">{host.to_string()}<wbr/>{port.to_string()}</span> }
 }
 
 /// One row of the before/after table.

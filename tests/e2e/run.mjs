@@ -411,6 +411,35 @@ await test('the legend draws each kind with the canvas\'s dash pattern; control 
   await page.close();
 });
 
+await test('layout: narrow, the narration follows the canvas and controls; wide, it sits beside the canvas', async () => {
+  const box = (page, sel) => page.locator(sel).first().boundingBox();
+  const narrow = await open('#/nodeport-loadbalancer/2/end', { viewport: { width: 720, height: 1400 } });
+  const [controls, narr, legend, hop] = await Promise.all(['.kh-controls', '.kh-narration', '.kh-legend', '.kh-side'].map((s) => box(narrow.page, s)));
+  check(narr.y > controls.y + controls.height && narr.y - (controls.y + controls.height) < 40, `720: narration at ${narr.y}, controls end at ${controls.y + controls.height}`);
+  check(narr.y < legend.y && narr.y < hop.y, `720: narration (${narr.y}) should come before the legend (${legend.y}) and the hop panel (${hop.y})`);
+  const width = await narrow.page.evaluate(() => document.documentElement.scrollWidth);
+  check(width <= 720, `720: the page scrolls sideways (${width}px)`);
+  await narrow.page.close();
+  const wide = await open('#/nodeport-loadbalancer/2/end', { viewport: { width: 1600, height: 1000 } });
+  const [canvas, n2, h2] = await Promise.all(['.kh-canvas', '.kh-narration', '.kh-side'].map((s) => box(wide.page, s)));
+  check(n2.x > canvas.x + canvas.width && Math.abs(n2.y - canvas.y) < 4, `1600: narration not beside the canvas: ${JSON.stringify(n2)}`);
+  check(h2.y - (n2.y + n2.height) <= 16, `1600: gap under the narration: ${h2.y - (n2.y + n2.height)}px`);
+  await wide.page.close();
+});
+
+await test('panel text is in rem: the projector rule (1700 px and up) scales it', async () => {
+  const sels = ['.kh-hopcap', '.kh-hopkind', '.kh-chip', '.kh-tag', '.kh-rules ol', '.kh-save-main', '.kh-ct-list', '.kh-code'];
+  const sizes = async (w) => {
+    const { page } = await open('#/nodeport-loadbalancer/2/2', { viewport: { width: w, height: 1000 } });
+    const out = {};
+    for (const s of sels) out[s] = await page.locator(s).first().evaluate((e) => parseFloat(getComputedStyle(e).fontSize));
+    await page.close();
+    return out;
+  };
+  const [a, b] = [await sizes(1600), await sizes(1920)];
+  for (const s of sels) check(Math.abs(b[s] / a[s] - 19 / 16) < 0.02, `${s}: ${a[s]}px at 1600, ${b[s]}px at 1920`);
+});
+
 await test('a bad link opens the page anyway and says why', async () => {
   const { page, errors } = await open('#/no-such-thing/99');
   const notice = await page.textContent('.kh-notice');
