@@ -70,7 +70,10 @@ enum Target {
     Focusable,
     /// A focusable element that scrolls: Page Up and Page Down scroll it.
     Scroller,
-    /// A text field, select or editable text: every key is its own.
+    /// A select (the speed): its keys are its own, except the Page keys,
+    /// so a presenter's clicker still steps after the speed was changed.
+    Select,
+    /// A text field or editable text: every key is its own.
     Input,
 }
 
@@ -99,6 +102,7 @@ impl Key {
         match target {
             Target::Page => true,
             Target::Input => false,
+            Target::Select => matches!(name, "PageDown" | "PageUp"),
             Target::Focusable => !its_own,
             Target::Scroller => !its_own && !matches!(name, "PageDown" | "PageUp"),
         }
@@ -110,8 +114,10 @@ impl Target {
         use wasm_bindgen::JsCast;
         let Some(el) = e.target().and_then(|t| t.dyn_into::<web_sys::Element>().ok()) else { return Target::Page };
         let tag = el.tag_name().to_ascii_lowercase();
-        if matches!(tag.as_str(), "input" | "textarea" | "select") {
-            return Target::Input;
+        match tag.as_str() {
+            "select" => return Target::Select,
+            "input" | "textarea" => return Target::Input,
+            _ => {}
         }
         let Some(h) = el.dyn_ref::<web_sys::HtmlElement>() else { return Target::Page };
         if h.is_content_editable() {

@@ -243,11 +243,16 @@ await test('keyboard: Space, Home and End stay with focused elements; shortcuts 
   // Arrows and hop keys still work from there.
   await page.keyboard.press('.');
   check((await page.textContent('.kh-status')).startsWith('3/6'), '. did not work with the list focused');
-  // In the speed select, keys are the select's own.
-  await page.getByRole('combobox', { name: 'Speed' }).focus();
+  // In the speed select, keys are the select's own…
+  const speed = page.getByRole('combobox', { name: 'Speed' });
+  await speed.focus();
   await page.keyboard.press('ArrowRight');
   await page.keyboard.press('.');
   check(await currentStep(page) === 2 && (await page.textContent('.kh-status')).startsWith('3/6'), 'keys in the select moved the player');
+  // …except a clicker's Page keys, which still step.
+  const before = await speed.inputValue();
+  await page.keyboard.press('PageDown');
+  check(await currentStep(page) === 3 && await speed.inputValue() === before, `PageDown in the select: step ${await currentStep(page)}, speed ${await speed.inputValue()}`);
   await page.close();
 });
 
