@@ -520,15 +520,17 @@ fn service(v: &Value, name: &str, namespace: &str, range: PortRange, warnings: &
                 None
             }
         };
+        let hostname = r.str(m.get("hostname"), &at("hostname")).filter(|s| !s.is_empty()).map(String::from);
         match r.str(m.get("ip"), &at("ip")).filter(|s| !s.is_empty()) {
             Some(s) => {
                 if let Some(ip) = r.ipv4(s, &at("ip")) {
-                    status.load_balancer_ingress.push(LoadBalancerIngress { ip, ip_mode });
+                    status.load_balancer_ingress.push(LoadBalancerIngress { ip: Some(ip), hostname, ip_mode });
                 }
             }
-            None => warnings.push(format!(
-                "Service \"{namespace}/{name}\": status.loadBalancer.ingress[{i}] has no ip (a hostname-only ingress); kubehops models ingress IPs only and leaves it out"
-            )),
+            // A balancer known by name only (AWS ELB): kubectl shows the
+            // name; kube-proxy has no address to write a rule for.
+            None if hostname.is_some() => status.load_balancer_ingress.push(LoadBalancerIngress { ip: None, hostname, ip_mode }),
+            None => warnings.push(format!("Service \"{namespace}/{name}\": status.loadBalancer.ingress[{i}] has neither ip nor hostname; it is left out")),
         }
     }
     r.finish("Service", name)?;
@@ -914,9 +916,15 @@ status:
         assert_eq!(s.spec.ports[0], ServicePort { name: Some("https".into()), protocol: Protocol::Tcp, port: 443, target_port: 8443, node_port: Some(31443) });
         assert_eq!(s.spec.ports[1].target_port, 53, "targetPort defaults to port");
         assert!(s.spec.ports[1].node_port.is_some(), "a missing node port is allocated");
-        assert_eq!(s.status.load_balancer_ingress, [LoadBalancerIngress { ip: ip(203, 0, 113, 5), ip_mode: Some(IpMode::Proxy) }]);
-        assert_eq!(c.warnings.len(), 1, "the hostname-only ingress is reported");
-        assert!(c.warnings[0].contains("ingress[1] has no ip"), "{}", c.warnings[0]);
+        assert_eq!(
+            s.status.load_balancer_ingress,
+            [
+                LoadBalancerIngress::with_ip(ip(203, 0, 113, 5), Some(IpMode::Proxy)),
+                LoadBalancerIngress { ip: None, hostname: Some("lb.example.com".into()), ip_mode: None },
+            ],
+            "a hostname-only ingress is kept for kubectl's EXTERNAL-IP"
+        );
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     }
 
     #[test]

@@ -161,9 +161,18 @@ impl ServiceSpec {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LoadBalancerIngress {
-    pub ip: Ipv4Addr,
+    /// Empty for balancers that publish only a DNS name (AWS ELB).
+    pub ip: Option<Ipv4Addr>,
+    pub hostname: Option<String>,
     /// Unset (as most controllers leave it) means VIP to kube-proxy.
     pub ip_mode: Option<IpMode>,
+}
+
+impl LoadBalancerIngress {
+    /// An ingress entry with an address.
+    pub fn with_ip(ip: Ipv4Addr, ip_mode: Option<IpMode>) -> LoadBalancerIngress {
+        LoadBalancerIngress { ip: Some(ip), hostname: None, ip_mode }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]

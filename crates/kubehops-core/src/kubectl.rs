@@ -149,7 +149,9 @@ fn external_ip(svc: &Service, wide: bool) -> String {
         ServiceType::LoadBalancer => {
             // The ingress addresses as a sorted set, cut before the
             // external IPs are appended.
-            let mut ips: Vec<String> = svc.status.load_balancer_ingress.iter().map(|i| i.ip.to_string()).collect();
+            // kubectl lists each entry's IP, or its hostname when it has none.
+            let mut ips: Vec<String> =
+                svc.status.load_balancer_ingress.iter().filter_map(|i| i.ip.map(|a| a.to_string()).or_else(|| i.hostname.clone())).collect();
             ips.sort();
             ips.dedup();
             let mut s = ips.join(",");
@@ -254,7 +256,7 @@ mod tests {
         );
         let mut lb = web(ServiceType::LoadBalancer);
         assert!(get_services(&[(&lb, 0)], 5, false).contains("<pending>     80:31000/TCP"));
-        lb.status.load_balancer_ingress = vec![LoadBalancerIngress { ip: ip(203, 0, 113, 7), ip_mode: Some(IpMode::VIP) }];
+        lb.status.load_balancer_ingress = vec![LoadBalancerIngress::with_ip(ip(203, 0, 113, 7), Some(IpMode::VIP))];
         let out = get_services(&[(&lb, 0)], 5, true);
         assert!(out.contains("203.0.113.7   80:31000/TCP   5s    app=web"), "{out}");
         let c = web(ServiceType::ClusterIP);
@@ -265,7 +267,7 @@ mod tests {
     fn long_external_addresses_are_cut_without_wide() {
         let mut lb = web(ServiceType::LoadBalancer);
         lb.status.load_balancer_ingress =
-            vec![LoadBalancerIngress { ip: ip(203, 0, 113, 70), ip_mode: Some(IpMode::VIP) }, LoadBalancerIngress { ip: ip(198, 51, 100, 9), ip_mode: Some(IpMode::VIP) }];
+            vec![LoadBalancerIngress::with_ip(ip(203, 0, 113, 70), Some(IpMode::VIP)), LoadBalancerIngress::with_ip(ip(198, 51, 100, 9), Some(IpMode::VIP))];
         assert!(get_services(&[(&lb, 0)], 5, false).contains(" 198.51.100.9,... "));
         assert!(get_services(&[(&lb, 0)], 5, true).contains(" 198.51.100.9,203.0.113.70 "));
     }
@@ -310,7 +312,7 @@ mod tests {
         let mut lb = in_ns(web(ServiceType::LoadBalancer), "default", "lb");
         lb.spec.external_ips = vec![ip(192, 0, 2, 10)];
         lb.status.load_balancer_ingress =
-            vec![LoadBalancerIngress { ip: ip(203, 0, 113, 70), ip_mode: Some(IpMode::VIP) }, LoadBalancerIngress { ip: ip(198, 51, 100, 9), ip_mode: Some(IpMode::VIP) }];
+            vec![LoadBalancerIngress::with_ip(ip(203, 0, 113, 70), Some(IpMode::VIP)), LoadBalancerIngress::with_ip(ip(198, 51, 100, 9), Some(IpMode::VIP))];
         let mut pending = in_ns(web(ServiceType::LoadBalancer), "default", "pending");
         pending.spec.external_ips = vec![ip(192, 0, 2, 12)];
         let out = get_svc(&[h, x, e, lb, pending], Namespaces::Only("default"), 30, true).stdout;
@@ -333,6 +335,15 @@ mod tests {
         let mut s = web(ServiceType::ClusterIP);
         s.created = None;
         assert!(get_svc(&[s], Namespaces::All, 5, false).stdout.contains(" <unknown>\n"));
+    }
+
+    #[test]
+    fn a_balancer_known_by_name_shows_its_hostname() {
+        let mut lb = web(ServiceType::LoadBalancer);
+        lb.status.load_balancer_ingress =
+            vec![LoadBalancerIngress { ip: None, hostname: Some("a1b2c3-123456789.eu-west-1.elb.amazonaws.com".into()), ip_mode: None }];
+        assert!(get_services(&[(&lb, 0)], 5, false).contains(" a1b2c3-123456... "));
+        assert!(get_services(&[(&lb, 0)], 5, true).contains(" a1b2c3-123456789.eu-west-1.elb.amazonaws.com "));
     }
 
     #[test]

@@ -353,7 +353,7 @@ fn sync_port(
     eps.sort_by_key(|e| e.addr.to_string());
 
     let lb_vips: Vec<std::net::Ipv4Addr> = if svc.spec.type_ == ServiceType::LoadBalancer {
-        svc.status.load_balancer_ingress.iter().filter(|i| i.ip_mode != Some(IpMode::Proxy)).map(|i| i.ip).collect()
+        svc.status.load_balancer_ingress.iter().filter(|i| i.ip_mode != Some(IpMode::Proxy)).filter_map(|i| i.ip).collect()
     } else {
         Vec::new()
     };

@@ -416,7 +416,7 @@ impl World {
             });
             // Like most cloud controllers this one leaves ipMode unset,
             // which kube-proxy reads as VIP: it also captures the address.
-            let status = ServiceStatus { load_balancer_ingress: vec![LoadBalancerIngress { ip, ip_mode: None }] };
+            let status = ServiceStatus { load_balancer_ingress: vec![LoadBalancerIngress::with_ip(ip, None)] };
             self.api.update_service_status(&svc, status);
             self.push(Hop {
                 from: Place::CloudControllerManager,

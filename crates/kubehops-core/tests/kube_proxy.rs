@@ -130,11 +130,11 @@ fn external_traffic_policy_local() {
     s.spec.external_traffic_policy = TrafficPolicy::Local;
     s.spec.health_check_node_port = Some(30000);
     s.spec.external_ips = vec![ip(192, 168, 99, 11)];
-    s.status.load_balancer_ingress = vec![LoadBalancerIngress { ip: ip(1, 2, 3, 4), ip_mode: Some(IpMode::VIP) }];
+    s.status.load_balancer_ingress = vec![LoadBalancerIngress::with_ip(ip(1, 2, 3, 4), Some(IpMode::VIP))];
     let mut remote_only = svc("ns2", "svc2", ServiceType::LoadBalancer, [172, 30, 0, 42], 80, Some(3002));
     remote_only.spec.external_traffic_policy = TrafficPolicy::Local;
     remote_only.spec.health_check_node_port = Some(30001);
-    remote_only.status.load_balancer_ingress = vec![LoadBalancerIngress { ip: ip(5, 6, 7, 8), ip_mode: Some(IpMode::VIP) }];
+    remote_only.status.load_balancer_ingress = vec![LoadBalancerIngress::with_ip(ip(5, 6, 7, 8), Some(IpMode::VIP))];
     run(&Case {
         name: "external-traffic-policy-local",
         services: vec![s, remote_only],
@@ -191,11 +191,11 @@ fn session_affinity_client_ip() {
 #[test]
 fn load_balancer_ip_modes_and_source_ranges() {
     let mut vip = svc("ns1", "svc1", ServiceType::LoadBalancer, [172, 30, 0, 41], 80, Some(3001));
-    vip.status.load_balancer_ingress = vec![LoadBalancerIngress { ip: ip(1, 2, 3, 4), ip_mode: Some(IpMode::VIP) }];
+    vip.status.load_balancer_ingress = vec![LoadBalancerIngress::with_ip(ip(1, 2, 3, 4), Some(IpMode::VIP))];
     let mut proxy = svc("ns2", "svc2", ServiceType::LoadBalancer, [172, 30, 0, 42], 80, Some(3002));
-    proxy.status.load_balancer_ingress = vec![LoadBalancerIngress { ip: ip(5, 6, 7, 9), ip_mode: Some(IpMode::Proxy) }];
+    proxy.status.load_balancer_ingress = vec![LoadBalancerIngress::with_ip(ip(5, 6, 7, 9), Some(IpMode::Proxy))];
     let mut ranged = svc("ns5", "svc5", ServiceType::LoadBalancer, [172, 30, 0, 45], 80, Some(3005));
-    ranged.status.load_balancer_ingress = vec![LoadBalancerIngress { ip: ip(5, 6, 7, 8), ip_mode: Some(IpMode::VIP) }];
+    ranged.status.load_balancer_ingress = vec![LoadBalancerIngress::with_ip(ip(5, 6, 7, 8), Some(IpMode::VIP))];
     ranged.spec.load_balancer_source_ranges = vec!["203.0.113.0/25".parse().unwrap(), "192.168.0.0/24".parse().unwrap()];
     run(&Case {
         name: "load-balancer",
