@@ -271,6 +271,12 @@ pub fn RulesPanel() -> impl IntoView {
 
 /// The part of a `conntrack -L` line that names the connection: its
 /// original tuple, which stays the same while the state and flags change.
+/// An entry without its countdown (the third column), so an entry whose
+/// timer merely ticked is not taken for one that changed.
+fn without_timer(line: &str) -> String {
+    line.split_whitespace().enumerate().filter(|(i, _)| *i != 2).map(|(_, t)| t).collect::<Vec<_>>().join(" ")
+}
+
 fn original_tuple(line: &str) -> &str {
     let Some(start) = line.find("src=") else { return line };
     let rest = &line[start..];
@@ -325,7 +331,7 @@ fn conntrack_model(ctx: Ctx) -> CtModel {
                     .iter()
                     .enumerate()
                     .map(|(k, e)| {
-                        let changed = before.is_some_and(|b| !b.contains(e));
+                        let changed = before.is_some_and(|b| !b.iter().any(|o| without_timer(o) == without_timer(e)));
                         let known = before.is_some_and(|b| b.iter().any(|o| original_tuple(o) == original_tuple(e)));
                         CtEntry {
                             text: e.clone(),
@@ -425,6 +431,15 @@ mod tests {
         // Step 3's control-plane hops to the balancer touch no node yet.
         assert_eq!(default_node(&w.steps[2], Some(2)), 0);
         assert_eq!(default_node(&w.steps[2], Some(99)), 2, "out of range: the last node the step passed");
+    }
+
+    #[wasm_bindgen_test]
+    fn a_ticking_timer_is_not_a_change() {
+        let a = "tcp      6 86350 ESTABLISHED src=1.1.1.1 dst=2.2.2.2 sport=5 dport=31000 src=3.3.3.3 dst=1.1.1.1 sport=8080 dport=5 [ASSURED] mark=0 use=1";
+        let b = "tcp      6 86349 ESTABLISHED src=1.1.1.1 dst=2.2.2.2 sport=5 dport=31000 src=3.3.3.3 dst=1.1.1.1 sport=8080 dport=5 [ASSURED] mark=0 use=1";
+        let c = "tcp      6 119 SYN_SENT src=1.1.1.1 dst=2.2.2.2 sport=5 dport=31000 [UNREPLIED] src=3.3.3.3 dst=1.1.1.1 sport=8080 dport=5 mark=0 use=1";
+        assert_eq!(without_timer(a), without_timer(b));
+        assert_ne!(without_timer(a), without_timer(c));
     }
 
     #[wasm_bindgen_test]
