@@ -63,6 +63,28 @@ pub enum FieldErrorKind {
     NotSupported,
 }
 
+impl FieldError {
+    /// The allocator has no free ClusterIP left.
+    pub fn cluster_ip_range_full() -> FieldError {
+        FieldError {
+            field: "spec.clusterIPs".into(),
+            kind: FieldErrorKind::Invalid,
+            value: Some("[]string{}".into()),
+            detail: "failed to allocate a serviceIP: range is full".into(),
+        }
+    }
+
+    /// The allocator has no free node port left for `field`.
+    pub fn node_port_range_full(field: impl Into<String>) -> FieldError {
+        FieldError {
+            field: field.into(),
+            kind: FieldErrorKind::Invalid,
+            value: Some("0".into()),
+            detail: "failed to allocate a nodePort: range is full".into(),
+        }
+    }
+}
+
 impl fmt::Display for FieldError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = match self.kind {
@@ -212,12 +234,7 @@ impl ApiServer {
             (None, None) => match self.next_cluster_ip(&key) {
                 Some(ip) => Some(ip),
                 None => {
-                    causes.push(FieldError {
-                        field: "spec.clusterIPs".into(),
-                        kind: FieldErrorKind::Invalid,
-                        value: Some("[]string{}".into()),
-                        detail: "failed to allocate a serviceIP: range is full".into(),
-                    });
+                    causes.push(FieldError::cluster_ip_range_full());
                     None
                 }
             },
@@ -268,12 +285,7 @@ impl ApiServer {
                             taken_now.insert((proto, np));
                             svc.spec.ports[i].node_port = Some(np);
                         }
-                        None => causes.push(FieldError {
-                            field,
-                            kind: FieldErrorKind::Invalid,
-                            value: Some("0".into()),
-                            detail: "failed to allocate a nodePort: range is full".into(),
-                        }),
+                        None => causes.push(FieldError::node_port_range_full(field)),
                     },
                 }
             }
@@ -611,12 +623,7 @@ pub fn admit_stored_services(services: Vec<Service>, config: &ApiServerConfig) -
                     svc.spec.cluster_ip = Some(ip);
                 }
                 None => {
-                    let cause = FieldError {
-                        field: "spec.clusterIPs".into(),
-                        kind: FieldErrorKind::Invalid,
-                        value: Some("[]string{}".into()),
-                        detail: "failed to allocate a serviceIP: range is full".into(),
-                    };
+                    let cause = FieldError::cluster_ip_range_full();
                     return Err(err(&svc, vec![cause]));
                 }
             }
@@ -633,12 +640,7 @@ pub fn admit_stored_services(services: Vec<Service>, config: &ApiServerConfig) -
                         svc.spec.ports[i].node_port = Some(np);
                     }
                     None => {
-                        let cause = FieldError {
-                            field: format!("spec.ports[{i}].nodePort"),
-                            kind: FieldErrorKind::Invalid,
-                            value: Some("0".into()),
-                            detail: "failed to allocate a nodePort: range is full".into(),
-                        };
+                        let cause = FieldError::node_port_range_full(format!("spec.ports[{i}].nodePort"));
                         return Err(err(&svc, vec![cause]));
                     }
                 }
@@ -655,12 +657,7 @@ pub fn admit_stored_services(services: Vec<Service>, config: &ApiServerConfig) -
                     svc.spec.health_check_node_port = Some(np);
                 }
                 None => {
-                    let cause = FieldError {
-                        field: "spec.healthCheckNodePort".into(),
-                        kind: FieldErrorKind::Invalid,
-                        value: Some("0".into()),
-                        detail: "failed to allocate a nodePort: range is full".into(),
-                    };
+                    let cause = FieldError::node_port_range_full("spec.healthCheckNodePort");
                     return Err(err(&svc, vec![cause]));
                 }
             }
@@ -735,21 +732,9 @@ pub fn dns1035_label_errors(s: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{ServicePort, ServiceSpec};
 
     fn svc(type_: ServiceType, node_port: Option<u16>) -> Service {
-        Service {
-            name: "web".into(),
-            namespace: "default".into(),
-            spec: ServiceSpec {
-                type_,
-                selector: [("app".to_string(), "web".to_string())].into(),
-                ports: vec![ServicePort { name: None, protocol: Protocol::Tcp, port: 80, target_port: 8080, node_port }],
-                ..Default::default()
-            },
-            status: Default::default(),
-            created: None,
-        }
+        crate::walkthrough::web_service(type_, node_port)
     }
 
     #[test]
@@ -884,7 +869,6 @@ mod tests {
 #[cfg(test)]
 mod stored_service_tests {
     use super::*;
-    use crate::api::{ServicePort, ServiceSpec};
     use crate::net::ip;
 
     fn svc(name: &str, type_: ServiceType) -> Service {

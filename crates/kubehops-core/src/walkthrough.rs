@@ -73,7 +73,9 @@ pub fn build(id: &str, opts: Options) -> Option<Walkthrough> {
     }
 }
 
-fn web_service(type_: ServiceType, node_port: Option<u16>) -> Service {
+/// Service `web` of the NodePort and LoadBalancer story: port 80 to 8080
+/// on Pods labelled `app: web`.
+pub(crate) fn web_service(type_: ServiceType, node_port: Option<u16>) -> Service {
     Service {
         name: "web".into(),
         namespace: "default".into(),
