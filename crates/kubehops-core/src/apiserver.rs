@@ -869,6 +869,7 @@ mod tests {
 #[cfg(test)]
 mod stored_service_tests {
     use super::*;
+    use crate::api::{ServicePort, ServiceSpec};
     use crate::net::ip;
 
     fn svc(name: &str, type_: ServiceType) -> Service {
