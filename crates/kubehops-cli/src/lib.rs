@@ -88,13 +88,21 @@ pub struct Output {
     pub stderr: String,
 }
 
-pub const USAGE: &str = "\
-Usage:
+/// The command synopses, shared by the full and the short usage text.
+macro_rules! synopses {
+    () => {
+        "Usage:
   kubehops iptables-save [--node NAME] [--format kube-proxy|kernel] -f FILE...
   kubehops trace [--node NAME] --src IP --dst IP --dport PORT [--proto tcp|udp|sctp] [--from-node] [-o json] -f FILE...
   kubehops get svc [-n NAMESPACE | -A] [-o wide] [--now RFC3339] -f FILE...
   kubehops dig NAME [A|SRV|CNAME] [-n NAMESPACE] -f FILE...
+"
+    };
+}
 
+pub const USAGE: &str = concat!(
+    synopses!(),
+    "
 Every command reads Kubernetes objects, YAML or JSON, from each -f FILE
 (a file, a directory, or - for stdin): v1 Service, Node, Pod, Namespace,
 discovery.k8s.io/v1 EndpointSlice and kubeproxy.config.k8s.io/v1alpha1
@@ -103,17 +111,11 @@ KubeProxyConfiguration. Other kinds are skipped with a warning.
   --service-node-port-range FIRST-LAST   the API server's node port range
                                           (default 30000-32767)
   -h, --help                             show this help
-";
+"
+);
 
 /// What a wrong command line without a known command prints.
-pub const SHORT_USAGE: &str = "\
-Usage:
-  kubehops iptables-save [--node NAME] [--format kube-proxy|kernel] -f FILE...
-  kubehops trace [--node NAME] --src IP --dst IP --dport PORT [--proto tcp|udp|sctp] [--from-node] [-o json] -f FILE...
-  kubehops get svc [-n NAMESPACE | -A] [-o wide] [--now RFC3339] -f FILE...
-  kubehops dig NAME [A|SRV|CNAME] [-n NAMESPACE] -f FILE...
-Run 'kubehops --help' for more.
-";
+pub const SHORT_USAGE: &str = concat!(synopses!(), "Run 'kubehops --help' for more.\n");
 
 /// Runs the program on `args` (without the program name) and returns the
 /// exit code: 0 on success, 1 when the input or the model says no, 2 for a

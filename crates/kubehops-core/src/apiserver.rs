@@ -380,7 +380,7 @@ impl ApiServer {
         // The lower band is kept for static addresses, as in the API server.
         let lower = (size / 16).clamp(16, 256).min(size - 2);
         let band = size - 1 - lower;
-        let start = stable_hash(&key.to_string()) % band;
+        let start = crate::hash::fnv1a(key.to_string().as_bytes()) % band;
         (0..band)
             .map(|i| lower + (start + i) % band)
             .filter_map(|o| cidr.nth(o))
@@ -390,7 +390,7 @@ impl ApiServer {
     fn next_node_port(&self, key: &ObjectRef, index: usize, proto: Protocol, taken: &BTreeSet<(Protocol, u16)>) -> Option<u16> {
         let range = self.config.node_port_range;
         let n = range.len();
-        let start = (stable_hash(&format!("{key}#{index}")) % u64::from(n)) as u32;
+        let start = (crate::hash::fnv1a(format!("{key}#{index}").as_bytes()) % u64::from(n)) as u32;
         (0..n)
             .map(|i| (u32::from(range.first) + (start + i) % n) as u16)
             .find(|p| !self.node_ports.contains(&(proto, *p)) && !taken.contains(&(proto, *p)))
@@ -445,10 +445,6 @@ fn validate_static(svc: &Service) -> Vec<FieldError> {
     out
 }
 
-/// FNV-1a: a small, stable hash for deterministic allocation.
-fn stable_hash(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
-}
 
 // ---------------------------------------------------------------------
 // Services read from files.
@@ -693,40 +689,31 @@ fn is_label(s: &str) -> bool {
     }
 }
 
-/// Problems with a DNS-1123 label (port names, namespaces), in the API server's words.
-pub fn dns1123_label_errors(s: &str) -> Vec<String> {
+/// The API server's two checks on a name: its length, then its shape.
+fn name_errors(s: &str, max: usize, well_formed: bool, shape_msg: &str) -> Vec<String> {
     let mut out = Vec::new();
-    if s.len() > 63 {
-        out.push("must be no more than 63 characters".into());
+    if s.len() > max {
+        out.push(format!("must be no more than {max} characters"));
     }
-    if !is_label(s) {
-        out.push(DNS1123_LABEL_MSG.into());
+    if !well_formed {
+        out.push(shape_msg.into());
     }
     out
+}
+
+/// Problems with a DNS-1123 label (port names, namespaces), in the API server's words.
+pub fn dns1123_label_errors(s: &str) -> Vec<String> {
+    name_errors(s, 63, is_label(s), DNS1123_LABEL_MSG)
 }
 
 /// Problems with a DNS-1123 subdomain (external names), in the API server's words.
 pub fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    if s.len() > 253 {
-        out.push("must be no more than 253 characters".into());
-    }
-    if !s.split('.').all(is_label) {
-        out.push(DNS1123_SUBDOMAIN_MSG.into());
-    }
-    out
+    name_errors(s, 253, s.split('.').all(is_label), DNS1123_SUBDOMAIN_MSG)
 }
 
 /// Problems with a DNS-1035 label (Service names), in the API server's words.
 pub fn dns1035_label_errors(s: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    if s.len() > 63 {
-        out.push("must be no more than 63 characters".into());
-    }
-    if !is_label(s) || !s.starts_with(|c: char| c.is_ascii_lowercase()) {
-        out.push(DNS1035_LABEL_MSG.into());
-    }
-    out
+    name_errors(s, 63, is_label(s) && s.starts_with(|c: char| c.is_ascii_lowercase()), DNS1035_LABEL_MSG)
 }
 
 #[cfg(test)]

@@ -80,6 +80,12 @@ pub fn base32(data: &[u8]) -> String {
     out
 }
 
+/// FNV-1a (64-bit): a small, stable hash for the model's deterministic
+/// stand-ins for randomness (allocators, masquerade ports).
+pub fn fnv1a(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+}
+
 /// `base32(sha256(data))`.
 pub fn sha256_base32(data: &[u8]) -> String {
     base32(&sha256(data))
@@ -103,6 +109,12 @@ mod tests {
         );
         // 1,000 bytes spans several blocks.
         assert_eq!(hex(&sha256(&[b'a'; 1000])), "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3");
+    }
+
+    #[test]
+    fn fnv1a_known_vectors() {
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
     }
 
     #[test]

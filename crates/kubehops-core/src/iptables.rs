@@ -111,6 +111,7 @@ impl Rule {
         let mut s = format!("-A {chain}");
         for m in &self.matches {
             match m {
+                Match::DstTypeLocal { .. } | Match::SrcTypeLocal { .. } | Match::Mark { .. } | Match::CtState { .. } => shared_module(m, &mut s),
                 Match::Comment(c) => {
                     let _ = write!(s, " -m comment --comment {}", quote(c));
                 }
@@ -126,21 +127,8 @@ impl Rule {
                 Match::DestinationPort(p) => {
                     let _ = write!(s, " --dport {p}");
                 }
-                Match::DstTypeLocal { negate } => {
-                    let _ = write!(s, " -m addrtype{} --dst-type LOCAL", neg(*negate));
-                }
-                Match::Mark { value, mask, negate } => {
-                    let _ = write!(s, " -m mark{} --mark {value:#x}/{mask:#x}", neg(*negate));
-                }
                 Match::Probability(p) => {
                     let _ = write!(s, " -m statistic --mode random --probability {p:.10}");
-                }
-                Match::CtState { states, negate } => {
-                    let list: Vec<&str> = states.iter().map(|c| c.as_str()).collect();
-                    let _ = write!(s, " -m conntrack{} --ctstate {}", neg(*negate), list.join(","));
-                }
-                Match::SrcTypeLocal { negate } => {
-                    let _ = write!(s, " -m addrtype{} --src-type LOCAL", neg(*negate));
                 }
                 Match::RecentSet { name } => {
                     let _ = write!(s, " -m recent --name {name} --set");
@@ -196,6 +184,7 @@ impl Rule {
         for m in &self.matches {
             match m {
                 Match::Source { .. } | Match::Destination { .. } | Match::DestinationPort(_) => {}
+                Match::DstTypeLocal { .. } | Match::SrcTypeLocal { .. } | Match::Mark { .. } | Match::CtState { .. } => shared_module(m, &mut s),
                 Match::Comment(c) => {
                     let _ = write!(s, " -m comment --comment \"{}\"", c.replace('"', "\\\""));
                 }
@@ -205,21 +194,8 @@ impl Rule {
                         let _ = write!(s, " --dport {d}");
                     }
                 }
-                Match::DstTypeLocal { negate } => {
-                    let _ = write!(s, " -m addrtype{} --dst-type LOCAL", neg(*negate));
-                }
-                Match::SrcTypeLocal { negate } => {
-                    let _ = write!(s, " -m addrtype{} --src-type LOCAL", neg(*negate));
-                }
-                Match::Mark { value, mask, negate } => {
-                    let _ = write!(s, " -m mark{} --mark {value:#x}/{mask:#x}", neg(*negate));
-                }
                 Match::Probability(p) => {
                     let _ = write!(s, " -m statistic --mode random --probability {p:.11}");
-                }
-                Match::CtState { states, negate } => {
-                    let list: Vec<&str> = states.iter().map(|c| c.as_str()).collect();
-                    let _ = write!(s, " -m conntrack{} --ctstate {}", neg(*negate), list.join(","));
                 }
                 Match::RecentSet { name } => {
                     let _ = write!(s, " -m recent --set --name {name} --mask 255.255.255.255 --rsource");
@@ -253,6 +229,20 @@ impl Rule {
             _ => None,
         })
     }
+}
+
+/// Match modules that kube-proxy writes and iptables-save prints alike.
+fn shared_module(m: &Match, s: &mut String) {
+    let _ = match m {
+        Match::DstTypeLocal { negate } => write!(s, " -m addrtype{} --dst-type LOCAL", neg(*negate)),
+        Match::SrcTypeLocal { negate } => write!(s, " -m addrtype{} --src-type LOCAL", neg(*negate)),
+        Match::Mark { value, mask, negate } => write!(s, " -m mark{} --mark {value:#x}/{mask:#x}", neg(*negate)),
+        Match::CtState { states, negate } => {
+            let list: Vec<&str> = states.iter().map(|c| c.as_str()).collect();
+            write!(s, " -m conntrack{} --ctstate {}", neg(*negate), list.join(","))
+        }
+        _ => Ok(()),
+    };
 }
 
 fn neg(n: bool) -> &'static str {

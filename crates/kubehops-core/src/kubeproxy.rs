@@ -71,6 +71,15 @@ pub struct ServicePortChains {
     pub sep_chains: Vec<String>,
 }
 
+impl ServicePortChains {
+    /// Whether this is a port of Service `namespace/name` (`ns/name` for an
+    /// unnamed port, `ns/name:port` for a named one).
+    pub fn is_port_of(&self, namespace: &str, name: &str) -> bool {
+        let rest = self.port_name.strip_prefix(namespace).and_then(|r| r.strip_prefix('/')).and_then(|r| r.strip_prefix(name));
+        matches!(rest, Some(r) if r.is_empty() || r.starts_with(':'))
+    }
+}
+
 /// The rules one node's kube-proxy holds.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NodeRules {
@@ -119,8 +128,7 @@ impl NodeRules {
     /// The lines of both tables that belong to one Service (the rules that
     /// mention it and the rules of its own chains), numbered as in [`NodeRules::save`].
     pub fn service_lines(&self, namespace: &str, name: &str) -> Vec<(usize, String)> {
-        let prefix = format!("{namespace}/{name}");
-        let own: Vec<&ServicePortChains> = self.services.iter().filter(|s| s.port_name == prefix || s.port_name.starts_with(&format!("{prefix}:"))).collect();
+        let own: Vec<&ServicePortChains> = self.services.iter().filter(|s| s.is_port_of(namespace, name)).collect();
         let mut out = Vec::new();
         for (table, offset) in [(&self.filter, 0), (&self.nat, self.filter_len())] {
             let mut line = offset + 1 + table.chains.len();

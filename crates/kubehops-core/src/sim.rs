@@ -249,12 +249,11 @@ impl World {
     /// for the focused Service.
     fn summarise(&self, node: usize) -> Vec<RuleSummary> {
         let rules = &self.rules[node];
-        let prefix = format!("{}/{}", self.focus.namespace, self.focus.name);
         let nat = &rules.nat;
         let line = |chain: &str, i: usize| rules.line_of(&RuleRef { table: nat.name, chain: chain.into(), index: i });
         let chain_lines = |chain: &str| -> Vec<usize> { nat.chain(chain).map_or(Vec::new(), |c| (0..c.rules.len()).filter_map(|i| line(chain, i)).collect()) };
         let mut out = Vec::new();
-        for sp in rules.services.iter().filter(|s| s.port_name == prefix || s.port_name.starts_with(&format!("{prefix}:"))) {
+        for sp in rules.services.iter().filter(|s| s.is_port_of(&self.focus.namespace, &self.focus.name)) {
             let Some(services) = nat.chain("KUBE-SERVICES") else { continue };
             for (i, r) in services.rules.iter().enumerate() {
                 let Target::Jump(t) = &r.target else { continue };
@@ -564,8 +563,7 @@ impl World {
     fn at_node(&mut self, n: usize, pkt: &Packet, dice: &mut dyn Dice) -> Step {
         let node = self.api.nodes[n].clone();
         let name = display_node(&node.name);
-        let gateway = node.pod_cidr.and_then(|c| c.nth(1)).unwrap_or(node.internal_ip);
-        let ctx = NodeContext::new(vec![node.internal_ip, gateway, Ipv4Addr::LOCALHOST]);
+        let ctx = NodeContext::new(crate::trace::node_addresses(&node));
 
         // A packet of a known connection is rewritten from conntrack.
         if let Some((i, dir)) = self.conntrack[n].lookup(pkt) {
@@ -708,8 +706,7 @@ impl PacketHop {
 
 /// A source port in 1024–65535, stable for one node and connection.
 fn masquerade_port(node: usize, pkt: &Packet) -> u16 {
-    let key = format!("{node}|{}|{}", pkt.src, pkt.dst);
-    let h = key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let h = crate::hash::fnv1a(format!("{node}|{}|{}", pkt.src, pkt.dst).as_bytes());
     1024 + (h % 64512) as u16
 }
 
