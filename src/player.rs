@@ -248,13 +248,10 @@ impl Player {
     }
 
     /// Applies a URL hash: `#/<walkthrough>/<step>[/<hop>][?seed=<n>]`.
-    /// The part from `?` on is read here; `link::parse` reads the rest.
     pub fn open_link(&self, hash: &str) {
-        let (path, query) = split_query(hash);
-        let q = parse_query(query.unwrap_or(""));
-        self.rebuild(q.seed);
-        let parsed = self.walkthrough.with_untracked(|w| link::parse(path, &[(w.id.as_str(), w.steps.len())]));
+        let parsed = self.walkthrough.with_untracked(|w| link::parse(hash, &[(w.id.as_str(), w.steps.len())]));
         let l = parsed.link;
+        self.rebuild(l.seed);
         let step = l.step.min(self.n_steps().saturating_sub(1));
         let n = self.n_hops(step);
         let mut problems = parsed.problems;
@@ -264,7 +261,6 @@ impl Player {
                 problems.push(format!("Hop {k} does not exist; step {} has {hops}. Showing its end.", step + 1));
             }
         }
-        problems.extend(q.problems);
         if !problems.is_empty() {
             self.notices.set(problems);
         }
@@ -296,62 +292,7 @@ impl Player {
             let done = if p.is_finite() { (p.max(0.0).floor() as usize).min(n) } else { 0 };
             Some(if done == n && n > 0 { HopPos::End } else { HopPos::After(done) })
         };
-        let mut h = link::format(&Link { walkthrough: id, step, hop });
-        if let Some(seed) = self.seed.get() {
-            h.push_str(&format!("?seed={seed}"));
-        }
-        h
-    }
-}
-
-/// Splits a hash at its first `?`: the part `link::parse` understands, and
-/// the query-like suffix after it.
-pub fn split_query(hash: &str) -> (&str, Option<&str>) {
-    match hash.split_once('?') {
-        Some((path, query)) => (path, Some(query)),
-        None => (hash, None),
-    }
-}
-
-/// What the query-like suffix of a hash asks for.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Query {
-    pub seed: Option<u64>,
-    pub problems: Vec<String>,
-}
-
-/// Reads `seed=<digits>` (and complains about anything else). A seed that
-/// is not all digits, or too large, is dropped: the fixed picks are used.
-pub fn parse_query(query: &str) -> Query {
-    let mut q = Query::default();
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        if key.is_empty() {
-            continue;
-        }
-        if key == "seed" {
-            let digits = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit());
-            match value.parse::<u64>() {
-                Ok(n) if digits => q.seed = Some(n),
-                _ => {
-                    q.seed = None;
-                    q.problems.push(format!("The seed \"{}\" is not a number (digits only, as in ?seed=42); showing the fixed picks.", short(value)));
-                }
-            }
-        } else {
-            q.problems.push(format!("\"{}\" in the link is not understood and was ignored.", short(pair)));
-        }
-    }
-    q
-}
-
-/// Keeps echoed user input short and free of control characters.
-fn short(s: &str) -> String {
-    let clean: String = s.chars().filter(|c| !c.is_control()).take(24).collect();
-    if s.chars().count() > 24 {
-        format!("{clean}…")
-    } else {
-        clean
+        link::format(&Link { walkthrough: id, step, hop, seed: self.seed.get() })
     }
 }
 
@@ -610,7 +551,5 @@ mod tests {
             assert_ne!(Some(s), prev);
             prev = Some(s);
         }
-        assert_eq!(split_query("#/a/1?seed=3"), ("#/a/1", Some("seed=3")));
-        assert_eq!(split_query("#/a/1"), ("#/a/1", None));
     }
 }
