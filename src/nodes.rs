@@ -8,7 +8,7 @@
 use crate::app::Ctx;
 use crate::panels::table_tag;
 use kubehops_core::iptables::TableName;
-use kubehops_core::sim::{Hop, HopKind, PacketHop, Place};
+use kubehops_core::sim::{ConntrackLine, Hop, HopKind, PacketHop, Place};
 use kubehops_core::walkthrough::{Step, Walkthrough};
 use leptos::either::Either;
 use leptos::html;
@@ -269,22 +269,6 @@ pub fn RulesPanel() -> impl IntoView {
     }
 }
 
-/// The part of a `conntrack -L` line that names the connection: its
-/// original tuple, which stays the same while the state and flags change.
-/// An entry without its countdown (the third column), so an entry whose
-/// timer merely ticked is not taken for one that changed.
-fn without_timer(line: &str) -> String {
-    line.split_whitespace().enumerate().filter(|(i, _)| *i != 2).map(|(_, t)| t).collect::<Vec<_>>().join(" ")
-}
-
-fn original_tuple(line: &str) -> &str {
-    let Some(start) = line.find("src=") else { return line };
-    let rest = &line[start..];
-    let Some(d) = rest.find("dport=") else { return rest };
-    let end = rest[d..].find(' ').map_or(rest.len(), |e| d + e);
-    &rest[..end]
-}
-
 #[derive(Clone, Debug, PartialEq)]
 struct CtEntry {
     text: String,
@@ -323,18 +307,19 @@ fn conntrack_model(ctx: Ctx) -> CtModel {
             .iter()
             .enumerate()
             .map(|(i, (name, ip))| {
-                let now: &[String] = st.views.get(f.view).and_then(|v| v.nodes.get(i)).map_or(&[], |n| &n.conntrack);
-                let before: Option<&[String]> = prev.and_then(|v| v.nodes.get(i)).map(|n| n.conntrack.as_slice());
+                let now: &[ConntrackLine] = st.views.get(f.view).and_then(|v| v.nodes.get(i)).map_or(&[], |n| &n.conntrack);
+                let before: Option<&[ConntrackLine]> = prev.and_then(|v| v.nodes.get(i)).map(|n| n.conntrack.as_slice());
                 // The entry conntrack rewrote this hop's packet by, as the core recorded it.
                 let used = decided_here(hop, i).filter(|p| p.by_conntrack).and_then(|p| p.conntrack_entry);
                 let entries = now
                     .iter()
                     .enumerate()
                     .map(|(k, e)| {
-                        let changed = before.is_some_and(|b| !b.iter().any(|o| without_timer(o) == without_timer(e)));
-                        let known = before.is_some_and(|b| b.iter().any(|o| original_tuple(o) == original_tuple(e)));
+                        // The core names each entry's connection and state; a ticking timeout is no change.
+                        let known = before.is_some_and(|b| b.iter().any(|o| o.original == e.original));
+                        let changed = before.is_some_and(|b| !b.iter().any(|o| o.original == e.original && o.state == e.state));
                         CtEntry {
-                            text: e.clone(),
+                            text: e.text.clone(),
                             new: changed && !known,
                             updated: changed && known,
                             used: used == Some(k),
@@ -431,24 +416,5 @@ mod tests {
         // Step 3's control-plane hops to the balancer touch no node yet.
         assert_eq!(default_node(&w.steps[2], Some(2)), 0);
         assert_eq!(default_node(&w.steps[2], Some(99)), 2, "out of range: the last node the step passed");
-    }
-
-    #[wasm_bindgen_test]
-    fn a_ticking_timer_is_not_a_change() {
-        let a = "tcp      6 86350 ESTABLISHED src=1.1.1.1 dst=2.2.2.2 sport=5 dport=31000 src=3.3.3.3 dst=1.1.1.1 sport=8080 dport=5 [ASSURED] mark=0 use=1";
-        let b = "tcp      6 86349 ESTABLISHED src=1.1.1.1 dst=2.2.2.2 sport=5 dport=31000 src=3.3.3.3 dst=1.1.1.1 sport=8080 dport=5 [ASSURED] mark=0 use=1";
-        let c = "tcp      6 119 SYN_SENT src=1.1.1.1 dst=2.2.2.2 sport=5 dport=31000 [UNREPLIED] src=3.3.3.3 dst=1.1.1.1 sport=8080 dport=5 mark=0 use=1";
-        assert_eq!(without_timer(a), without_timer(b));
-        assert_ne!(without_timer(a), without_timer(c));
-    }
-
-    #[wasm_bindgen_test]
-    fn original_tuples_ignore_state() {
-        let a = "tcp      6 120 SYN_SENT src=1.1.1.1 dst=2.2.2.2 sport=5 dport=31000 [UNREPLIED] src=3.3.3.3 dst=1.1.1.1 sport=8080 dport=5 mark=0 use=1";
-        let b = "tcp      6 86399 ESTABLISHED src=1.1.1.1 dst=2.2.2.2 sport=5 dport=31000 src=3.3.3.3 dst=1.1.1.1 sport=8080 dport=5 [ASSURED] mark=0 use=1";
-        assert_eq!(original_tuple(a), "src=1.1.1.1 dst=2.2.2.2 sport=5 dport=31000");
-        assert_eq!(original_tuple(a), original_tuple(b));
-        assert_eq!(original_tuple("garbage"), "garbage");
-        assert_eq!(original_tuple("src=1 dport=9"), "src=1 dport=9");
     }
 }

@@ -140,8 +140,18 @@ pub struct NodeView {
     pub rules: Vec<RuleSummary>,
     /// The Service's lines of both tables, numbered as in `NodeRules::save`.
     pub iptables: Vec<(usize, String)>,
-    /// `conntrack -L` lines.
-    pub conntrack: Vec<String>,
+    /// The node's conntrack table, one `conntrack -L` line per entry.
+    pub conntrack: Vec<ConntrackLine>,
+}
+
+/// One conntrack entry as shown, with what identifies it: the original
+/// tuple names the connection, the state says how far it got. The text's
+/// timeout changes every second; these do not.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConntrackLine {
+    pub text: String,
+    pub original: crate::conntrack::Tuple,
+    pub state: crate::conntrack::ConntrackState,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -234,7 +244,11 @@ impl World {
             .map(|i| NodeView {
                 rules: self.summarise(i),
                 iptables: self.rules[i].service_lines(&self.focus.namespace, &self.focus.name),
-                conntrack: self.conntrack[i].entries.iter().map(|e| e.render(self.clock)).collect(),
+                conntrack: self.conntrack[i]
+                    .entries
+                    .iter()
+                    .map(|e| ConntrackLine { text: e.render(self.clock), original: e.original, state: e.state })
+                    .collect(),
             })
             .collect();
         let balancer = match self.cloud.balancer_for(&self.focus) {
@@ -797,5 +811,21 @@ mod tests {
             assert_eq!(last.after, first.after.reversed());
         }
         assert_eq!(w.conntrack[1].entries.len(), 2, "one entry per connection on Node-2");
+    }
+
+    #[test]
+    fn conntrack_lines_keep_their_identity_while_the_timer_ticks() {
+        let w = crate::walkthrough::build("nodeport-loadbalancer", Default::default()).unwrap();
+        let node2 = |step: usize, view: usize| w.steps[step].views[view].nodes[1].conntrack.clone();
+        // Step 2: the entry appears unreplied, then the reply assures it.
+        let after_request = node2(1, 2);
+        let after_reply = node2(1, 6);
+        assert_eq!(after_request[0].original, after_reply[0].original, "the same connection");
+        assert_ne!(after_request[0].state, after_reply[0].state, "in a new state");
+        assert!(after_request[0].text.contains("SYN_SENT") && after_reply[0].text.contains("ESTABLISHED"));
+        // Step 3 waits for the balancer: the countdown moves, nothing else.
+        let later = node2(2, 8);
+        assert_ne!(later[0].text, after_reply[0].text, "the timeout counted down");
+        assert_eq!((later[0].original, later[0].state), (after_reply[0].original, after_reply[0].state));
     }
 }

@@ -453,7 +453,7 @@ pub fn render_text(w: &Walkthrough) -> String {
             let _ = write!(s, "kubectl get svc web:\n{}", v.kubectl);
             for (n, nv) in v.nodes.iter().enumerate() {
                 for c in &nv.conntrack {
-                    let _ = writeln!(s, "conntrack {}: {c}", name(Place::Node(n)));
+                    let _ = writeln!(s, "conntrack {}: {}", name(Place::Node(n)), c.text);
                 }
             }
         }
