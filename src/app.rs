@@ -7,7 +7,7 @@ use crate::nodes::{ConntrackPanel, RulesPanel};
 use crate::panels::{HopDetail, KubectlPanel, Legend, ManifestPanel, Narration, Notices};
 use crate::player::Player;
 use kubehops_core::scene::{frame, Frame, Layout};
-use kubehops_core::walkthrough::{build, Options, Walkthrough};
+use kubehops_core::scenarios::{build, Options, Walkthrough};
 use leptos::ev;
 use leptos::prelude::*;
 
@@ -21,14 +21,14 @@ pub struct Ctx {
 
 impl Ctx {
     /// Runs `f` on the current step of the walkthrough.
-    pub fn with_step<T>(&self, f: impl FnOnce(&kubehops_core::walkthrough::Step) -> T) -> Option<T> {
+    pub fn with_step<T>(&self, f: impl FnOnce(&kubehops_core::scenarios::Step) -> T) -> Option<T> {
         let s = self.frame.get().step;
         self.player.walkthrough.with(|w| w.steps.get(s).map(f))
     }
 }
 
 fn walkthrough() -> Walkthrough {
-    build("nodeport-loadbalancer", Options::default()).unwrap_or_else(|| kubehops_core::walkthrough::nodeport_loadbalancer(Options::default()))
+    build("nodeport-loadbalancer", Options::default()).unwrap_or_else(|| kubehops_core::scenarios::nodeport_loadbalancer(Options::default()))
 }
 
 fn now_ms() -> f64 {

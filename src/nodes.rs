@@ -7,9 +7,9 @@
 
 use crate::app::Ctx;
 use crate::panels::table_tag;
-use kubehops_core::iptables::TableName;
+use kubehops_core::dataplane::iptables::TableName;
 use kubehops_core::sim::{ConntrackLine, Hop, HopKind, PacketHop, Place};
-use kubehops_core::walkthrough::{Step, Walkthrough};
+use kubehops_core::scenarios::{Step, Walkthrough};
 use leptos::either::Either;
 use leptos::html;
 use leptos::prelude::*;
@@ -402,7 +402,7 @@ pub fn ConntrackPanel() -> impl IntoView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kubehops_core::walkthrough::{build, Options};
+    use kubehops_core::scenarios::{build, Options};
     use wasm_bindgen_test::*;
 
     #[wasm_bindgen_test]

@@ -3,7 +3,7 @@
 
 use crate::app::Ctx;
 use crate::canvas::kind_info;
-use kubehops_core::iptables::TableName;
+use kubehops_core::dataplane::iptables::TableName;
 use kubehops_core::net::Packet;
 use kubehops_core::sim::{Field, HopKind, Place, RewriteKind};
 use leptos::prelude::*;

@@ -3,7 +3,7 @@
 //! derived from it and the walkthrough.
 
 use kubehops_core::link::{self, HopPos, Link};
-use kubehops_core::walkthrough::{build, Options, Walkthrough};
+use kubehops_core::scenarios::{build, Options, Walkthrough};
 use leptos::prelude::*;
 
 /// Milliseconds a hop takes at normal speed.
@@ -325,7 +325,7 @@ fn _assert_send() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kubehops_core::walkthrough::{build, Options};
+    use kubehops_core::scenarios::{build, Options};
     use wasm_bindgen_test::*;
 
     wasm_bindgen_test_configure!(run_in_browser);

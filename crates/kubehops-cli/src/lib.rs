@@ -11,7 +11,7 @@ pub mod input;
 pub mod objects;
 pub mod rfc3339;
 
-use kubehops_core::apiserver::{ApiError, FieldError, FieldErrorKind};
+use kubehops_core::api::server::{ApiError, FieldError, FieldErrorKind};
 use std::fmt;
 use std::io::{Read, Write};
 

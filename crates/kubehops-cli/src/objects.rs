@@ -12,8 +12,8 @@ use kubehops_core::api::{
     Endpoint, EndpointPort, EndpointSlice, IpMode, Labels, LoadBalancerIngress, Node, Pod, Service, ServicePort, ServiceSpec, ServiceStatus,
     ServiceType, SessionAffinity, TrafficPolicy,
 };
-use kubehops_core::apiserver::{admit_stored_services, ApiError, ApiServerConfig, FieldError, FieldErrorKind, PortRange};
-use kubehops_core::kubeproxy::KubeProxyConfig;
+use kubehops_core::api::server::{admit_stored_services, ApiError, ApiServerConfig, FieldError, FieldErrorKind, PortRange};
+use kubehops_core::dataplane::kubeproxy::KubeProxyConfig;
 use kubehops_core::net::{Cidr, Protocol};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};

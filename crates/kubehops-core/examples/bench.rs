@@ -5,9 +5,9 @@
 //! `cargo run --release -p kubehops-core --example bench`
 
 use kubehops_core::api::*;
-use kubehops_core::kubeproxy::{sync_node, KubeProxyConfig};
+use kubehops_core::dataplane::kubeproxy::{sync_node, KubeProxyConfig};
 use kubehops_core::net::{ip, Packet, Protocol, SockAddr};
-use kubehops_core::trace::trace;
+use kubehops_core::dataplane::trace::trace;
 use std::time::Instant;
 
 fn cluster(n: usize) -> (Vec<Service>, Vec<EndpointSlice>) {

@@ -1,31 +1,31 @@
 //! kubehops-core: a model of how traffic reaches Pods through Kubernetes
 //! Services, in plain Rust.
 //!
-//! The model has the same parts as a cluster: an API server that validates
-//! Services and allocates addresses ([`apiserver`]), kube-proxy that turns
-//! Services and EndpointSlices into iptables rules ([`kubeproxy`]), a
-//! netfilter walk that applies those rules to a packet ([`netfilter`]),
-//! conntrack that undoes the rewrites on replies ([`conntrack`]), and a
-//! cloud-controller-manager with its load balancer ([`cloud`]).
-//! [`sim`] moves packets between them hop by hop, and [`walkthrough`]
-//! records what happened as data for a renderer.
+//! The model has the same parts as a cluster, one folder per layer:
+//!
+//! - [`api`]: the API objects, the API server that validates them and
+//!   allocates addresses, and kubectl's view of them;
+//! - [`controllers`]: what fills `status.loadBalancer` (the cloud's
+//!   controller);
+//! - [`dataplane`]: iptables rules as data, kube-proxy that writes them,
+//!   the netfilter walk that applies them to a packet, and conntrack that
+//!   undoes the rewrites on replies;
+//! - [`dns`]: CoreDNS's answers for names in the cluster domain;
+//! - [`sim`]: the cluster in motion, moving messages and packets hop by hop;
+//! - [`scenarios`]: the stories told by running the simulator, as data;
+//! - [`scene`]: where things are drawn and where a packet is at a moment;
+//! - [`link`]: the URL that opens any state.
 //!
 //! Nothing here depends on a browser: every type is plain data with serde.
 
 pub mod api;
-pub mod apiserver;
-pub mod cloud;
-pub mod conntrack;
+pub mod controllers;
+pub mod dataplane;
 pub mod dns;
 pub mod golden;
 pub mod hash;
-pub mod iptables;
-pub mod kubectl;
 pub mod link;
-pub mod kubeproxy;
 pub mod net;
-pub mod netfilter;
+pub mod scenarios;
 pub mod scene;
 pub mod sim;
-pub mod trace;
-pub mod walkthrough;

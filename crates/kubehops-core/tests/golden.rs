@@ -2,7 +2,7 @@
 //! `tests/golden/<id>.txt`. Run with `UPDATE_EXPECT=1` to rewrite them
 //! after an intended change, then review the diff.
 
-use kubehops_core::walkthrough::{build, render_text, Options, WALKTHROUGHS};
+use kubehops_core::scenarios::{build, render_text, Options, WALKTHROUGHS};
 use std::path::PathBuf;
 
 fn check(name: &str, actual: &str) {

@@ -6,9 +6,9 @@
 //! `UPDATE_EXPECT=1 cargo test -p kubehops-core --test kube_proxy` rewrites them.
 
 use kubehops_core::api::*;
-use kubehops_core::kubeproxy::{sync_node, KubeProxyConfig};
+use kubehops_core::dataplane::kubeproxy::{sync_node, KubeProxyConfig};
 use kubehops_core::net::{ip, Packet, Protocol, SockAddr};
-use kubehops_core::trace::{trace, TraceVerdict};
+use kubehops_core::dataplane::trace::{trace, TraceVerdict};
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;

@@ -412,7 +412,7 @@ mod tests {
     #[test]
     fn kernel_form_matches_what_iptables_save_prints_on_a_node() {
         // kubeadm's `kubernetes` Service, as seen on real nodes.
-        let svc = crate::kubeproxy::service_chain("default/kubernetes:https", "tcp");
+        let svc = crate::dataplane::kubeproxy::service_chain("default/kubernetes:https", "tcp");
         assert_eq!(svc, "KUBE-SVC-NPX46M4PTMTKRN6Y");
         let m = vec![
             Match::Comment("default/kubernetes:https cluster IP".into()),
@@ -444,9 +444,9 @@ mod tests {
     #[test]
     fn well_known_cluster_chain_names() {
         // CoreDNS's Service in every kubeadm cluster.
-        assert_eq!(crate::kubeproxy::service_chain("kube-system/kube-dns:dns", "udp"), "KUBE-SVC-TCOU7JCQXEZGVUNU");
-        assert_eq!(crate::kubeproxy::service_chain("kube-system/kube-dns:dns-tcp", "tcp"), "KUBE-SVC-ERIFXISQEP7F7OF4");
-        assert_eq!(crate::kubeproxy::service_chain("kube-system/kube-dns:metrics", "tcp"), "KUBE-SVC-JD5MR3NA4I4DYORP");
+        assert_eq!(crate::dataplane::kubeproxy::service_chain("kube-system/kube-dns:dns", "udp"), "KUBE-SVC-TCOU7JCQXEZGVUNU");
+        assert_eq!(crate::dataplane::kubeproxy::service_chain("kube-system/kube-dns:dns-tcp", "tcp"), "KUBE-SVC-ERIFXISQEP7F7OF4");
+        assert_eq!(crate::dataplane::kubeproxy::service_chain("kube-system/kube-dns:metrics", "tcp"), "KUBE-SVC-JD5MR3NA4I4DYORP");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! keeps its own idea of where a packet is.
 
 use crate::sim::{HopKind, Place};
-use crate::walkthrough::Walkthrough;
+use crate::scenarios::Walkthrough;
 use serde::{Deserialize, Serialize};
 
 /// The canvas' user-space size (the SVG viewBox).
@@ -219,7 +219,7 @@ pub fn frame(w: &Walkthrough, layout: &Layout, step: usize, progress: f64) -> Fr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::walkthrough::{build, Options};
+    use crate::scenarios::{build, Options};
 
     fn walkthrough() -> Walkthrough {
         build("nodeport-loadbalancer", Options::default()).unwrap()

@@ -9,12 +9,12 @@
 //! decisions are made only by walking the node's rules or by conntrack.
 
 use crate::api::{LoadBalancerIngress, ObjectRef, Service, ServiceStatus, ServiceType};
-use crate::apiserver::{ApiError, ApiServer};
-use crate::cloud::{CloudProvider, Delivery, LbFlow, LbState, Listener};
-use crate::conntrack::{ConntrackTable, Direction};
-use crate::iptables::{Match, RuleRef, Target};
-use crate::kubeproxy::{sync_node, KubeProxyConfig, NodeRules};
-use crate::netfilter::{reachable_dnat_targets, traverse, Dice, Entry, NodeContext, Verdict};
+use crate::api::server::{ApiError, ApiServer};
+use crate::controllers::cloud::{CloudProvider, Delivery, LbFlow, LbState, Listener};
+use crate::dataplane::conntrack::{ConntrackTable, Direction};
+use crate::dataplane::iptables::{Match, RuleRef, Target};
+use crate::dataplane::kubeproxy::{sync_node, KubeProxyConfig, NodeRules};
+use crate::dataplane::netfilter::{reachable_dnat_targets, traverse, Dice, Entry, NodeContext, Verdict};
 use crate::net::{Packet, Protocol, SockAddr};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -75,7 +75,7 @@ pub struct Rewrite {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MatchedRule {
     /// The table it is in: KUBE-SERVICES, for one, exists in both.
-    pub table: crate::iptables::TableName,
+    pub table: crate::dataplane::iptables::TableName,
     pub line: usize,
     pub text: String,
 }
@@ -150,8 +150,8 @@ pub struct NodeView {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConntrackLine {
     pub text: String,
-    pub original: crate::conntrack::Tuple,
-    pub state: crate::conntrack::ConntrackState,
+    pub original: crate::dataplane::conntrack::Tuple,
+    pub state: crate::dataplane::conntrack::ConntrackState,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -237,7 +237,7 @@ impl World {
     pub fn view(&self) -> View {
         let svc = self.api.service(&self.focus.namespace, &self.focus.name);
         let kubectl = match svc {
-            Some(s) => crate::kubectl::get_services(&[(s, *self.created.get(&self.focus).unwrap_or(&0))], self.clock, false),
+            Some(s) => crate::api::kubectl::get_services(&[(s, *self.created.get(&self.focus).unwrap_or(&0))], self.clock, false),
             None => format!("Error from server (NotFound): services \"{}\" not found\n", self.focus.name),
         };
         let nodes = (0..self.api.nodes.len())
@@ -577,7 +577,7 @@ impl World {
     fn at_node(&mut self, n: usize, pkt: &Packet, dice: &mut dyn Dice) -> Step {
         let node = self.api.nodes[n].clone();
         let name = display_node(&node.name);
-        let ctx = NodeContext::new(crate::trace::node_addresses(&node));
+        let ctx = NodeContext::new(crate::dataplane::trace::node_addresses(&node));
 
         // A packet of a known connection is rewritten from conntrack.
         if let Some((i, dir)) = self.conntrack[n].lookup(pkt) {
@@ -749,8 +749,8 @@ mod tests {
     use super::*;
     use crate::api::TrafficPolicy;
     use crate::net::ip;
-    use crate::netfilter::FixedDraws;
-    use crate::walkthrough::nodeport_cluster;
+    use crate::dataplane::netfilter::FixedDraws;
+    use crate::scenarios::nodeport_cluster;
 
     fn web(w: &World) -> Service {
         w.api.service("default", "web").cloned().expect("web exists")
@@ -815,7 +815,7 @@ mod tests {
 
     #[test]
     fn conntrack_lines_keep_their_identity_while_the_timer_ticks() {
-        let w = crate::walkthrough::build("nodeport-loadbalancer", Default::default()).unwrap();
+        let w = crate::scenarios::build("nodeport-loadbalancer", Default::default()).unwrap();
         let node2 = |step: usize, view: usize| w.steps[step].views[view].nodes[1].conntrack.clone();
         // Step 2: the entry appears unreplied, then the reply assures it.
         let after_request = node2(1, 2);

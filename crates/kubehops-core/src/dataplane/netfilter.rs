@@ -7,7 +7,7 @@
 //! choices (`-m statistic`) are asked of a [`Dice`], so a demo can fix them
 //! and [`reachable_dnat_targets`] can try every branch.
 
-use crate::iptables::{Match, RuleRef, Table, Target};
+use crate::dataplane::iptables::{Match, RuleRef, Table, Target};
 use crate::net::{Packet, SockAddr};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -192,7 +192,7 @@ fn rule_matches(matches: &[Match], pkt: &Packet, mark: u32, ctx: &NodeContext, d
                 true
             }
             Match::CtState { states, negate } => {
-                use crate::iptables::CtState;
+                use crate::dataplane::iptables::CtState;
                 let has = |s: &CtState| match s {
                     CtState::New => ctx.ct_new,
                     CtState::Established => !ctx.ct_new,

@@ -721,7 +721,7 @@ mod tests {
     use super::*;
 
     fn svc(type_: ServiceType, node_port: Option<u16>) -> Service {
-        crate::walkthrough::web_service(type_, node_port)
+        crate::scenarios::web_service(type_, node_port)
     }
 
     #[test]

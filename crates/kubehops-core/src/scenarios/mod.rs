@@ -7,11 +7,11 @@
 //! Nothing in a step's hops is written by hand.
 
 use crate::api::{Node, Pod, Service, ServicePort, ServiceSpec, ServiceType};
-use crate::apiserver::{ApiServer, ApiServerConfig};
-use crate::cloud::{CloudProvider, Delivery};
-use crate::kubeproxy::KubeProxyConfig;
+use crate::api::server::{ApiServer, ApiServerConfig};
+use crate::controllers::cloud::{CloudProvider, Delivery};
+use crate::dataplane::kubeproxy::KubeProxyConfig;
 use crate::net::{ip, Cidr, Protocol, SockAddr};
-use crate::netfilter::{Dice, FixedDraws, SeededDice};
+use crate::dataplane::netfilter::{Dice, FixedDraws, SeededDice};
 use crate::sim::{display_node, Hop, Outcome, Place, View, World};
 use serde::{Deserialize, Serialize};
 

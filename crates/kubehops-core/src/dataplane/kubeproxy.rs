@@ -10,7 +10,7 @@
 
 use crate::api::{EndpointSlice, IpMode, Node, Service, ServicePort, ServiceType, SessionAffinity, TrafficPolicy};
 use crate::hash::sha256_base32;
-use crate::iptables::{CtState, Match, Rule, Table, TableName, Target};
+use crate::dataplane::iptables::{CtState, Match, Rule, Table, TableName, Target};
 use crate::net::{Cidr, SockAddr};
 use serde::{Deserialize, Serialize};
 
@@ -106,14 +106,14 @@ impl NodeRules {
     }
 
     /// A rule's line index in [`NodeRules::save`].
-    pub fn line_of(&self, r: &crate::iptables::RuleRef) -> Option<usize> {
+    pub fn line_of(&self, r: &crate::dataplane::iptables::RuleRef) -> Option<usize> {
         match r.table {
             TableName::Filter => self.filter.line_of(r),
             TableName::Nat => self.nat.line_of(r).map(|l| l + self.filter_len()),
         }
     }
 
-    pub fn rule(&self, r: &crate::iptables::RuleRef) -> Option<&Rule> {
+    pub fn rule(&self, r: &crate::dataplane::iptables::RuleRef) -> Option<&Rule> {
         match r.table {
             TableName::Filter => self.filter.rule(r),
             TableName::Nat => self.nat.rule(r),

@@ -6,10 +6,10 @@
 //! random matches could have led to.
 
 use crate::api::Node;
-use crate::iptables::{TableName, Target};
-use crate::kubeproxy::NodeRules;
+use crate::dataplane::iptables::{TableName, Target};
+use crate::dataplane::kubeproxy::NodeRules;
 use crate::net::{Packet, SockAddr};
-use crate::netfilter::{reachable_dnat_targets, traverse, Entry, FixedDraws, NodeContext, Verdict};
+use crate::dataplane::netfilter::{reachable_dnat_targets, traverse, Entry, FixedDraws, NodeContext, Verdict};
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
 
