@@ -1,21 +1,26 @@
-//! Deep links: the URL hash that opens a walkthrough at a step.
+//! Deep links: the URL hash that opens any state of any scenario.
 //!
-//! Form: `#/<walkthrough>/<step>[/<hop>][?seed=<n>]`, steps and hops
-//! counted from 1; `<hop>` may be `end`; `seed` turns on seeded random picks. Parsing never fails: what cannot be understood
-//! falls back to a default and is reported in `problems`, so a bad link
-//! still opens a working page and says why it looks different.
+//! Form: `#/<scenario>/<step>[/<hop>][?<key>=<value>&…]`, steps and hops
+//! counted from 1; `<hop>` may be `end`. The keys are the scenario's own
+//! parameters ([`crate::scenarios::ParamSpec`]): `?tab=nodeport&client=laptop`,
+//! `?notready=api-2`, `?seed=42`. Parameters at their default are left out.
+//!
+//! Parsing never fails: what cannot be understood falls back to a default
+//! and is reported in `problems`, so a bad link still opens a working page
+//! and says why it looks different.
 
+use crate::scenarios::{self, Entry, Params};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Link {
-    pub walkthrough: String,
+    pub scenario: String,
     /// 0-based step.
     pub step: usize,
     /// Hops finished; `None` means "play the step from its start".
     pub hop: Option<HopPos>,
-    /// Seeded random picks; `None` means the fixed picks.
-    pub seed: Option<u64>,
+    /// Every parameter of the scenario, normalized.
+    pub params: Params,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,30 +36,42 @@ pub struct Parsed {
     pub problems: Vec<String>,
 }
 
-/// Parses a hash against the known walkthroughs and their step counts.
-pub fn parse(hash: &str, known: &[(&str, usize)]) -> Parsed {
-    let default = known.first().map_or("", |k| k.0).to_string();
+/// Parses a hash against the registry, counting steps by building the
+/// scenario it names.
+pub fn parse(hash: &str) -> Parsed {
+    parse_with(hash, scenarios::REGISTRY, |id, p| scenarios::build(id, p).map_or(0, |s| s.steps.len()))
+}
+
+/// Parses a hash against `entries`; `steps` says how many steps a scenario
+/// has with given parameters.
+pub fn parse_with(hash: &str, entries: &[Entry], steps: impl Fn(&str, &Params) -> usize) -> Parsed {
     let (path, query) = hash.split_once('?').unwrap_or((hash, ""));
     let mut problems = Vec::new();
-    let seed = parse_query(query, &mut problems);
     let body = path.trim_start_matches('#').trim_start_matches('/');
     let mut parts = body.split('/').filter(|p| !p.is_empty());
-    let mut link = Link { walkthrough: default.clone(), step: 0, hop: None, seed };
-    let Some(id) = parts.next() else { return Parsed { link, problems } };
-    let steps = match known.iter().find(|k| k.0 == id) {
-        Some(k) => {
-            link.walkthrough = id.to_string();
-            k.1
-        }
-        None => {
-            problems.push(format!("There is no walkthrough named \"{}\"; showing \"{default}\".", short(id)));
-            known.first().map_or(0, |k| k.1)
-        }
+    let default = entries.first();
+    let named = parts.next();
+    let entry = match named {
+        None => default,
+        Some(id) => match entries.iter().find(|e| e.id == id) {
+            Some(e) => Some(e),
+            None => {
+                problems.push(format!("There is no scenario named \"{}\"; showing \"{}\".", short(id), default.map_or("", |e| e.title)));
+                default
+            }
+        },
     };
+    let Some(entry) = entry else {
+        return Parsed { link: Link { scenario: String::new(), step: 0, hop: None, params: Params::default() }, problems };
+    };
+    let specs = (entry.params)();
+    let params = parse_query(query, &specs, &mut problems);
+    let mut link = Link { scenario: entry.id.to_string(), step: 0, hop: None, params };
+    let count = steps(entry.id, &link.params);
     if let Some(s) = parts.next() {
         match s.parse::<usize>() {
-            Ok(n) if n >= 1 && n <= steps => link.step = n - 1,
-            _ => problems.push(format!("Step \"{}\" does not exist; steps run from 1 to {steps}. Showing step 1.", short(s))),
+            Ok(n) if n >= 1 && n <= count => link.step = n - 1,
+            _ => problems.push(format!("Step \"{}\" does not exist; steps run from 1 to {count}. Showing step 1.", short(s))),
         }
     }
     if let Some(h) = parts.next() {
@@ -69,44 +86,67 @@ pub fn parse(hash: &str, known: &[(&str, usize)]) -> Parsed {
     Parsed { link, problems }
 }
 
-/// Reads `seed=<digits>` from the part after `?`, and complains about
-/// anything else. A seed that is not all digits, or too large, is dropped:
-/// the fixed picks are used.
-fn parse_query(query: &str, problems: &mut Vec<String>) -> Option<u64> {
-    let mut seed = None;
+/// Reads `key=value` pairs against the scenario's parameters; anything
+/// else is reported and ignored, and a bad value leaves its default.
+fn parse_query(query: &str, specs: &[scenarios::ParamSpec], problems: &mut Vec<String>) -> Params {
+    let mut params = Params::defaults(specs);
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         if key.is_empty() {
             continue;
         }
-        if key != "seed" {
-            problems.push(format!("\"{}\" in the link is not understood and was ignored.", short(pair)));
-            continue;
-        }
-        let digits = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit());
-        seed = value.parse::<u64>().ok().filter(|_| digits);
-        if seed.is_none() {
-            problems.push(format!("The seed \"{}\" is not a number (digits only, as in ?seed=42); showing the fixed picks.", short(value)));
+        let value = percent_decode(value);
+        match specs.iter().find(|s| s.key == key) {
+            None => problems.push(format!("\"{}\" in the link is not understood and was ignored.", short(pair))),
+            Some(spec) => match spec.parse(&value) {
+                Ok(v) => params.insert(key, v),
+                Err(e) => problems.push(e),
+            },
         }
     }
-    seed
+    params
+}
+
+/// `%2C` → `,` and the like; a malformed escape is kept as it is.
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (b[i], b.get(i + 1).and_then(|c| hex(*c)), b.get(i + 2).and_then(|c| hex(*c))) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The hash for a link.
 pub fn format(link: &Link) -> String {
     let mut h = match link.hop {
-        None => format!("#/{}/{}", link.walkthrough, link.step + 1),
-        Some(HopPos::End) => format!("#/{}/{}/end", link.walkthrough, link.step + 1),
-        Some(HopPos::After(n)) => format!("#/{}/{}/{}", link.walkthrough, link.step + 1, n),
+        None => format!("#/{}/{}", link.scenario, link.step + 1),
+        Some(HopPos::End) => format!("#/{}/{}/end", link.scenario, link.step + 1),
+        Some(HopPos::After(n)) => format!("#/{}/{}/{}", link.scenario, link.step + 1, n),
     };
-    if let Some(seed) = link.seed {
-        h.push_str(&format!("?seed={seed}"));
+    let pairs = scenarios::entry(&link.scenario).map(|e| link.params.link_pairs(&(e.params)())).unwrap_or_default();
+    for (i, (k, v)) in pairs.iter().enumerate() {
+        h.push(if i == 0 { '?' } else { '&' });
+        h.push_str(k);
+        h.push('=');
+        h.push_str(v);
     }
     h
 }
 
-/// Keeps echoed user input short and free of markup-looking characters.
-fn short(s: &str) -> String {
+/// Keeps echoed user input short and free of control characters.
+pub fn short(s: &str) -> String {
     let clean: String = s.chars().filter(|c| !c.is_control()).take(40).collect();
     if s.chars().count() > 40 {
         format!("{clean}…")
@@ -118,46 +158,59 @@ fn short(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    const K: &[(&str, usize)] = &[("nodeport-loadbalancer", 5)];
+    use crate::scenarios::Value;
+
+    fn params(id: &str) -> Params {
+        Params::defaults(&(scenarios::entry(id).unwrap().params)())
+    }
 
     #[test]
     fn round_trips() {
+        let np = "nodeport-loadbalancer";
         for l in [
-            Link { walkthrough: "nodeport-loadbalancer".into(), step: 2, hop: None, seed: None },
-            Link { walkthrough: "nodeport-loadbalancer".into(), step: 4, hop: Some(HopPos::End), seed: Some(42) },
-            Link { walkthrough: "nodeport-loadbalancer".into(), step: 0, hop: Some(HopPos::After(3)), seed: None },
+            Link { scenario: np.into(), step: 2, hop: None, params: params(np) },
+            Link { scenario: np.into(), step: 4, hop: Some(HopPos::End), params: params(np).with("seed", Value::Seed(Some(42))) },
+            Link { scenario: np.into(), step: 0, hop: Some(HopPos::After(3)), params: params(np) },
         ] {
-            let p = parse(&format(&l), K);
+            let p = parse(&format(&l));
             assert_eq!(p.link, l);
-            assert!(p.problems.is_empty());
+            assert!(p.problems.is_empty(), "{:?}", p.problems);
         }
+        assert_eq!(format(&Link { scenario: np.into(), step: 1, hop: Some(HopPos::End), params: params(np).with("seed", Value::Seed(Some(42))) }), "#/nodeport-loadbalancer/2/end?seed=42");
     }
 
     #[test]
     fn bad_links_fall_back_and_say_why() {
-        let p = parse("#/nope/9", K);
-        assert_eq!(p.link.walkthrough, "nodeport-loadbalancer");
+        let p = parse("#/nope/9");
+        assert_eq!(p.link.scenario, "nodeport-loadbalancer");
         assert_eq!(p.link.step, 0);
         assert_eq!(p.problems.len(), 2, "{:?}", p.problems);
-        let p = parse("#/nodeport-loadbalancer/0/x", K);
+        let p = parse("#/nodeport-loadbalancer/0/x");
         assert_eq!((p.link.step, p.link.hop), (0, None));
         assert_eq!(p.problems.len(), 2);
-        let p = parse("", K);
+        let p = parse("");
         assert!(p.problems.is_empty());
         let long = format!("#/{}", "a".repeat(500));
-        assert!(parse(&long, K).problems[0].len() < 120);
+        assert!(parse(&long).problems[0].len() < 140);
     }
 
     #[test]
     fn seeds_are_digits_only() {
-        assert_eq!(parse("#/nodeport-loadbalancer/3/end?seed=42", K).link.seed, Some(42));
+        assert_eq!(parse("#/nodeport-loadbalancer/3/end?seed=42").link.params.seed(), Some(42));
         for bad in ["?seed=abc", "?seed=", "?seed=-1", "?seed=99999999999999999999999", "?seed=+4"] {
-            let p = parse(&format!("#/nodeport-loadbalancer/3{bad}"), K);
-            assert_eq!(p.link.seed, None, "{bad}");
+            let p = parse(&format!("#/nodeport-loadbalancer/3{bad}"));
+            assert_eq!(p.link.params.seed(), None, "{bad}");
             assert!(p.problems.len() == 1 && p.problems[0].contains("seed"), "{bad}: {:?}", p.problems);
         }
-        let p = parse("#?&&=&seed=5&x=\u{0}?/9", K);
-        assert_eq!(p.link.seed, Some(5));
+        let p = parse("#?&&=&seed=5&x=\u{0}?/9");
+        assert_eq!(p.link.params.seed(), Some(5));
         assert!(p.problems.iter().any(|m| m.contains("not understood")), "{:?}", p.problems);
+    }
+
+    #[test]
+    fn percent_escapes_are_read_and_bad_ones_kept() {
+        assert_eq!(percent_decode("a%2Cb"), "a,b");
+        assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(percent_decode("%zz%4"), "%zz%4");
     }
 }

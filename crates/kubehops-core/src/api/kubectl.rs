@@ -17,6 +17,11 @@ pub fn get_services(services: &[(&Service, u64)], now: u64, wide: bool) -> Strin
     if services.is_empty() {
         return "No resources found in default namespace.\n".into();
     }
+    tabulate(&service_table(services, now, wide))
+}
+
+/// The rows of `kubectl get svc`, header first, as cells.
+pub fn service_table(services: &[(&Service, u64)], now: u64, wide: bool) -> Vec<Vec<String>> {
     let mut header = vec!["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"];
     if wide {
         header.push("SELECTOR");
@@ -25,7 +30,7 @@ pub fn get_services(services: &[(&Service, u64)], now: u64, wide: bool) -> Strin
     for (svc, created) in services {
         rows.push(service_row(svc, human_duration(now.saturating_sub(*created)), wide));
     }
-    tabulate(&rows)
+    rows
 }
 
 /// Which namespaces `kubectl get` lists: `-n NAMESPACE` or `-A`.

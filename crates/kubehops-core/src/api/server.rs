@@ -197,9 +197,26 @@ impl ApiServer {
             return Err(err(causes));
         }
 
-        // ClusterIP: immutable once set; allocated on create.
+        // ClusterIP: immutable once set, and `None` (headless) counts as
+        // set; allocated on create and when a type that has none
+        // (ExternalName) becomes one that needs one.
+        let needs_ip = !svc.spec.headless && svc.spec.type_ != ServiceType::ExternalName;
+        let old_has_ip = old.as_ref().is_some_and(|o| o.spec.cluster_ip.is_some() || o.spec.headless);
+        if let Some(o) = old.as_ref().filter(|o| o.spec.headless != svc.spec.headless && old_has_ip && svc.spec.type_ != ServiceType::ExternalName) {
+            let value = if svc.spec.headless { "None".to_string() } else { svc.spec.cluster_ip.map_or_else(String::new, |i| i.to_string()) };
+            if svc.spec.headless || svc.spec.cluster_ip.is_some() || !o.spec.headless {
+                causes.push(FieldError {
+                    field: "spec.clusterIPs[0]".into(),
+                    kind: FieldErrorKind::Invalid,
+                    value: Some(format!("[]string{{\"{value}\"}}")),
+                    detail: "may not change once set".into(),
+                });
+            }
+        }
         let cluster_ip = match (&old, svc.spec.cluster_ip) {
-            (Some(o), Some(ip)) if Some(ip) != o.spec.cluster_ip => {
+            _ if !needs_ip => None,
+            (Some(o), _) if o.spec.headless => None,
+            (Some(o), Some(ip)) if Some(ip) != o.spec.cluster_ip && o.spec.cluster_ip.is_some() => {
                 causes.push(FieldError {
                     field: "spec.clusterIPs[0]".into(),
                     kind: FieldErrorKind::Invalid,
@@ -208,8 +225,8 @@ impl ApiServer {
                 });
                 None
             }
-            (Some(o), _) => o.spec.cluster_ip,
-            (None, Some(ip)) => {
+            (Some(o), _) if o.spec.cluster_ip.is_some() => o.spec.cluster_ip,
+            (_, Some(ip)) => {
                 let cidr = self.config.service_cidr;
                 if !cidr.contains(ip) {
                     causes.push(FieldError {
@@ -231,7 +248,7 @@ impl ApiServer {
                     Some(ip)
                 }
             }
-            (None, None) => match self.next_cluster_ip(&key) {
+            (_, None) => match self.next_cluster_ip(&key) {
                 Some(ip) => Some(ip),
                 None => {
                     causes.push(FieldError::cluster_ip_range_full());
@@ -299,6 +316,9 @@ impl ApiServer {
             self.node_ports.remove(p);
         }
         self.node_ports.extend(taken_now);
+        if let Some(ip) = old.as_ref().and_then(|o| o.spec.cluster_ip).filter(|ip| Some(*ip) != cluster_ip) {
+            self.cluster_ips.remove(&ip);
+        }
         svc.spec.cluster_ip = cluster_ip;
         if let Some(ip) = cluster_ip {
             self.cluster_ips.insert(ip);

@@ -95,15 +95,56 @@ pub enum Target {
     Nothing,
 }
 
+/// What kube-proxy wrote a rule for. It is not part of the rule's text:
+/// kube-proxy knows it when it writes the rule, and the model keeps it so
+/// that nothing has to guess it back from a comment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Purpose {
+    /// KUBE-SERVICES: the Service's cluster IP and port.
+    ClusterIp,
+    /// KUBE-SERVICES: one of `spec.externalIPs`.
+    ExternalIp,
+    /// KUBE-SERVICES: an address of `status.loadBalancer.ingress`.
+    LoadBalancerIp,
+    /// KUBE-NODEPORTS: the Service's node port.
+    NodePort,
+    /// filter KUBE-NODEPORTS: accepts the health check node port.
+    HealthCheckNodePort,
+    /// Marks a packet for masquerade (a jump to KUBE-MARK-MASQ).
+    MarkMasquerade,
+    /// A jump from a Service chain to one endpoint's chain.
+    EndpointPick,
+    /// The DNAT to one endpoint.
+    EndpointDnat,
+    /// filter: REJECT, the Service has no endpoints at all.
+    NoEndpoints,
+    /// filter: DROP, external traffic finds no local endpoint.
+    NoLocalEndpoints,
+    /// filter KUBE-PROXY-FIREWALL: a source outside loadBalancerSourceRanges.
+    SourceRangeDrop,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Rule {
     pub matches: Vec<Match>,
     pub target: Target,
+    /// Not rendered; see [`Purpose`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purpose: Option<Purpose>,
+    /// The service port kube-proxy wrote it for (`default/web`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 impl Rule {
     pub fn new(matches: Vec<Match>, target: Target) -> Rule {
-        Rule { matches, target }
+        Rule { matches, target, purpose: None, owner: None }
+    }
+
+    /// The same rule, tagged with what it is for.
+    pub fn for_(mut self, purpose: Purpose) -> Rule {
+        self.purpose = Some(purpose);
+        self
     }
 
     /// The rule as `iptables-save` prints it, after `-A CHAIN`.
@@ -215,7 +256,7 @@ impl Rule {
             }
             _ => {
                 // The other targets print the same either way.
-                let plain = Rule { matches: vec![], target: self.target.clone() }.render("");
+                let plain = Rule::new(vec![], self.target.clone()).render("");
                 s.push_str(plain.trim_start_matches("-A "));
             }
         }
@@ -298,6 +339,9 @@ pub struct Table {
     /// Chain name → position, so large rule sets stay fast to build and walk.
     #[serde(skip)]
     index: std::collections::HashMap<String, usize>,
+    /// While set, appended rules are marked as written for this service port.
+    #[serde(skip)]
+    writing_for: Option<String>,
 }
 
 impl PartialEq for Table {
@@ -317,7 +361,7 @@ pub struct RuleRef {
 
 impl Table {
     pub fn new(name: TableName) -> Table {
-        Table { name, chains: Vec::new(), index: Default::default() }
+        Table { name, chains: Vec::new(), index: Default::default(), writing_for: None }
     }
 
     fn position(&self, name: &str) -> Option<usize> {
@@ -344,8 +388,18 @@ impl Table {
         }
     }
 
+    /// Marks the rules appended from now on as written for one service
+    /// port (`None` to stop), so a display can pick a Service's rules by
+    /// owner rather than by reading comments.
+    pub fn write_for(&mut self, owner: Option<String>) {
+        self.writing_for = owner;
+    }
+
     /// Appends a rule, creating the chain if needed (`iptables -A`).
-    pub fn append(&mut self, chain: &str, rule: Rule) {
+    pub fn append(&mut self, chain: &str, mut rule: Rule) {
+        if rule.owner.is_none() {
+            rule.owner = self.writing_for.clone();
+        }
         self.ensure_chain(chain);
         if let Some(i) = self.position(chain) {
             self.chains[i].rules.push(rule);

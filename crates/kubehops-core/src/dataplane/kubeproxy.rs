@@ -10,7 +10,7 @@
 
 use crate::api::{EndpointSlice, IpMode, Node, Service, ServicePort, ServiceType, SessionAffinity, TrafficPolicy};
 use crate::hash::sha256_base32;
-use crate::dataplane::iptables::{CtState, Match, Rule, Table, TableName, Target};
+use crate::dataplane::iptables::{CtState, Match, Purpose, Rule, Table, TableName, Target};
 use crate::net::{Cidr, SockAddr};
 use serde::{Deserialize, Serialize};
 
@@ -144,6 +144,28 @@ impl NodeRules {
                     let mentions = r.comment().is_some_and(|cm| own.iter().any(|s| comment_names(cm, &s.port_name)));
                     if own_chain || mentions {
                         out.push((line, r.render(&c.name)));
+                    }
+                    line += 1;
+                }
+            }
+        }
+        out
+    }
+}
+
+impl NodeRules {
+    /// The lines of both tables kube-proxy wrote for Service
+    /// `namespace/name`, with their line numbers in [`NodeRules::save`],
+    /// chain, owner and purpose.
+    pub fn service_rule_lines(&self, namespace: &str, name: &str) -> Vec<crate::sim::RuleLine> {
+        let own: Vec<&str> = self.services.iter().filter(|s| s.is_port_of(namespace, name)).map(|s| s.port_name.as_str()).collect();
+        let mut out = Vec::new();
+        for (table, offset) in [(&self.filter, 0), (&self.nat, self.filter_len())] {
+            let mut line = offset + 1 + table.chains.len();
+            for c in &table.chains {
+                for r in &c.rules {
+                    if r.owner.as_deref().is_some_and(|o| own.contains(&o)) {
+                        out.push(crate::sim::RuleLine { line, table: table.name, chain: c.name.clone(), text: r.render(&c.name), owner: r.owner.clone(), purpose: r.purpose });
                     }
                     line += 1;
                 }
@@ -305,8 +327,12 @@ pub fn sync_node(node: &Node, services: &[Service], slices: &[EndpointSlice], cf
         let Some(cluster_ip) = svc.spec.cluster_ip else { continue };
         let slices: &[&EndpointSlice] = by_service.get(&(svc.namespace.as_str(), svc.name.as_str())).map_or(&[], |v| v.as_slice());
         for port in &svc.spec.ports {
+            filter.write_for(Some(svc.port_name(port)));
+            nat.write_for(Some(svc.port_name(port)));
             chains.push(sync_port(&mut filter, &mut nat, node, hostname, svc, port, cluster_ip, slices, cfg));
         }
+        filter.write_for(None);
+        nat.write_for(None);
     }
 
     let mut last = vec![comment("kubernetes service nodeports; NOTE: this must be the last rule in this chain"), Match::DstTypeLocal { negate: false }];
@@ -382,6 +408,7 @@ fn sync_port(
     let uses_fw = has_endpoints && !lb_vips.is_empty() && !svc.spec.load_balancer_source_ranges.is_empty();
     let lb_chain = if uses_fw { &fw_chain } else { &ext_chain };
 
+    let refusal = if has_endpoints { Purpose::NoLocalEndpoints } else { Purpose::NoEndpoints };
     let (internal_filter, external_filter, filter_comment) = if !has_endpoints {
         (Target::Reject, Target::Reject, format!("{name} has no endpoints"))
     } else {
@@ -416,38 +443,38 @@ fn sync_port(
 
     // The cluster IP.
     if has_internal {
-        nat.append("KUBE-SERVICES", Rule::new(vip("cluster IP", cluster_ip, None), jump(internal_chain)));
+        nat.append("KUBE-SERVICES", Rule::new(vip("cluster IP", cluster_ip, None), jump(internal_chain)).for_(Purpose::ClusterIp));
     } else {
-        filter.append("KUBE-SERVICES", Rule::new(vip("", cluster_ip, Some(&filter_comment)), internal_filter.clone()));
+        filter.append("KUBE-SERVICES", Rule::new(vip("", cluster_ip, Some(&filter_comment)), internal_filter.clone()).for_(refusal));
     }
     // External IPs.
     for ip in &svc.spec.external_ips {
         if has_endpoints {
-            nat.append("KUBE-SERVICES", Rule::new(vip("external IP", *ip, None), jump(&ext_chain)));
+            nat.append("KUBE-SERVICES", Rule::new(vip("external IP", *ip, None), jump(&ext_chain)).for_(Purpose::ExternalIp));
         }
         if !has_external {
-            filter.append("KUBE-EXTERNAL-SERVICES", Rule::new(vip("", *ip, Some(&filter_comment)), external_filter.clone()));
+            filter.append("KUBE-EXTERNAL-SERVICES", Rule::new(vip("", *ip, Some(&filter_comment)), external_filter.clone()).for_(refusal));
         }
     }
     // Load balancer IPs (ipMode Proxy balancers are left out upstream).
     for ip in &lb_vips {
         if has_endpoints {
-            nat.append("KUBE-SERVICES", Rule::new(vip("loadbalancer IP", *ip, None), jump(lb_chain)));
+            nat.append("KUBE-SERVICES", Rule::new(vip("loadbalancer IP", *ip, None), jump(lb_chain)).for_(Purpose::LoadBalancerIp));
         }
         if uses_fw {
             let c = format!("{name} traffic not accepted by {fw_chain}");
-            filter.append("KUBE-PROXY-FIREWALL", Rule::new(vip("", *ip, Some(&c)), Target::Drop));
+            filter.append("KUBE-PROXY-FIREWALL", Rule::new(vip("", *ip, Some(&c)), Target::Drop).for_(Purpose::SourceRangeDrop));
         }
     }
     if !has_external {
         for ip in &lb_vips {
-            filter.append("KUBE-EXTERNAL-SERVICES", Rule::new(vip("", *ip, Some(&filter_comment)), external_filter.clone()));
+            filter.append("KUBE-EXTERNAL-SERVICES", Rule::new(vip("", *ip, Some(&filter_comment)), external_filter.clone()).for_(refusal));
         }
     }
     // The node port.
     if let Some(np) = node_port {
         if has_endpoints {
-            nat.append("KUBE-NODEPORTS", Rule::new(vec![comment(&name), Match::Protocol(port.protocol), Match::DestinationPort(np)], jump(&ext_chain)));
+            nat.append("KUBE-NODEPORTS", Rule::new(vec![comment(&name), Match::Protocol(port.protocol), Match::DestinationPort(np)], jump(&ext_chain)).for_(Purpose::NodePort));
         }
         if !has_external {
             filter.append(
@@ -455,7 +482,8 @@ fn sync_port(
                 Rule::new(
                     vec![comment(&filter_comment), Match::DstTypeLocal { negate: false }, Match::Protocol(port.protocol), Match::DestinationPort(np)],
                     external_filter.clone(),
-                ),
+                )
+                .for_(refusal),
             );
         }
     }
@@ -466,23 +494,24 @@ fn sync_port(
             Rule::new(
                 vec![comment(format!("{name} health check node port")), Match::Protocol(crate::net::Protocol::Tcp), Match::DestinationPort(hc)],
                 Target::Accept,
-            ),
+            )
+            .for_(Purpose::HealthCheckNodePort),
         );
     }
     // Off-cluster sources reaching the cluster IP are masqueraded, so the
     // reply comes back through this node.
     if has_internal {
         if cfg.masquerade_all {
-            nat.append(internal_chain, Rule::new(vip("cluster IP", cluster_ip, None), jump("KUBE-MARK-MASQ")));
+            nat.append(internal_chain, Rule::new(vip("cluster IP", cluster_ip, None), jump("KUBE-MARK-MASQ")).for_(Purpose::MarkMasquerade));
         } else if let Some(cc) = cfg.cluster_cidr {
             let mut m = vip("cluster IP", cluster_ip, None);
             m.push(Match::Source { cidr: cc, negate: true });
-            nat.append(internal_chain, Rule::new(m, jump("KUBE-MARK-MASQ")));
+            nat.append(internal_chain, Rule::new(m, jump("KUBE-MARK-MASQ")).for_(Purpose::MarkMasquerade));
         }
     }
     if uses_ext {
         if !etp_local {
-            nat.append(&ext_chain, Rule::new(vec![comment(format!("masquerade traffic for {name} external destinations"))], jump("KUBE-MARK-MASQ")));
+            nat.append(&ext_chain, Rule::new(vec![comment(format!("masquerade traffic for {name} external destinations"))], jump("KUBE-MARK-MASQ")).for_(Purpose::MarkMasquerade));
         } else {
             if let Some(cc) = cfg.cluster_cidr {
                 // Pods reaching an external address of the Service behave as
@@ -494,7 +523,8 @@ fn sync_port(
             }
             nat.append(
                 &ext_chain,
-                Rule::new(vec![comment(format!("masquerade LOCAL traffic for {name} external destinations")), Match::SrcTypeLocal { negate: false }], jump("KUBE-MARK-MASQ")),
+                Rule::new(vec![comment(format!("masquerade LOCAL traffic for {name} external destinations")), Match::SrcTypeLocal { negate: false }], jump("KUBE-MARK-MASQ"))
+                    .for_(Purpose::MarkMasquerade),
             );
             nat.append(
                 &ext_chain,
@@ -528,7 +558,8 @@ fn sync_port(
             for e in eps {
                 nat.append(
                     chain,
-                    Rule::new(vec![comment(format!("{name} -> {}", e.addr)), Match::RecentCheck { name: sep_of(e), seconds: secs }], jump(&sep_of(e))),
+                    Rule::new(vec![comment(format!("{name} -> {}", e.addr)), Match::RecentCheck { name: sep_of(e), seconds: secs }], jump(&sep_of(e)))
+                        .for_(Purpose::EndpointPick),
                 );
             }
         }
@@ -538,7 +569,7 @@ fn sync_port(
             if i + 1 < n {
                 m.push(Match::Probability(1.0 / (n - i) as f64));
             }
-            nat.append(chain, Rule::new(m, jump(&sep_of(e))));
+            nat.append(chain, Rule::new(m, jump(&sep_of(e))).for_(Purpose::EndpointPick));
         }
     };
     if uses_cluster_chain {
@@ -550,13 +581,13 @@ fn sync_port(
     for e in &reachable {
         let sep = sep_of(e);
         // Hairpin: a Pod that reaches itself through the Service is masqueraded.
-        nat.append(&sep, Rule::new(vec![comment(&name), Match::Source { cidr: Cidr::new(e.addr.ip, 32), negate: false }], jump("KUBE-MARK-MASQ")));
+        nat.append(&sep, Rule::new(vec![comment(&name), Match::Source { cidr: Cidr::new(e.addr.ip, 32), negate: false }], jump("KUBE-MARK-MASQ")).for_(Purpose::MarkMasquerade));
         let mut m = vec![comment(&name)];
         if affinity.is_some() {
             m.push(Match::RecentSet { name: sep.clone() });
         }
         m.push(Match::Protocol(port.protocol));
-        nat.append(&sep, Rule::new(m, Target::Dnat(e.addr)));
+        nat.append(&sep, Rule::new(m, Target::Dnat(e.addr)).for_(Purpose::EndpointDnat));
     }
     let sep_chains = reachable.iter().map(|e| sep_of(e)).collect();
     ServicePortChains {

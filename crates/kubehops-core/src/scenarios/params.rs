@@ -1,0 +1,262 @@
+//! A scenario's parameters: what a user can change, typed, with defaults.
+//!
+//! A scenario declares [`ParamSpec`]s; a [`Params`] holds values for them.
+//! Values travel in links as `key=value` pairs (see [`crate::link`]):
+//! a choice by its value, a toggle as `1` or `0`, a set as a comma list,
+//! a seed as digits. A value left at its default is left out of the link.
+
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One option of a choice or a set: the value links carry and its label.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Choice {
+    pub value: String,
+    pub label: String,
+}
+
+impl Choice {
+    pub fn new(value: &str, label: &str) -> Choice {
+        Choice { value: value.into(), label: label.into() }
+    }
+}
+
+/// How a choice is offered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ChoiceStyle {
+    /// A tab list (`role="tab"`).
+    Tabs,
+    /// A group of toggle buttons.
+    Buttons,
+    /// A preset that sets other parameters; `""` means none.
+    Demo,
+    /// Not offered as a control; set by the app (the tab a user came from).
+    Hidden,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ParamKind {
+    Choice { options: Vec<Choice>, default: String, style: ChoiceStyle },
+    Toggle { default: bool },
+    /// Any subset of the options (the Pods made not Ready).
+    Set { options: Vec<Choice> },
+    /// Seeded random picks; off (`None`) by default.
+    Seed,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ParamSpec {
+    pub key: String,
+    pub label: String,
+    pub kind: ParamKind,
+}
+
+impl ParamSpec {
+    pub fn choice(key: &str, label: &str, style: ChoiceStyle, options: Vec<Choice>) -> ParamSpec {
+        let default = options.first().map(|c| c.value.clone()).unwrap_or_default();
+        ParamSpec { key: key.into(), label: label.into(), kind: ParamKind::Choice { options, default, style } }
+    }
+
+    pub fn toggle(key: &str, label: &str) -> ParamSpec {
+        ParamSpec { key: key.into(), label: label.into(), kind: ParamKind::Toggle { default: false } }
+    }
+
+    pub fn set(key: &str, label: &str, options: Vec<Choice>) -> ParamSpec {
+        ParamSpec { key: key.into(), label: label.into(), kind: ParamKind::Set { options } }
+    }
+
+    pub fn seed() -> ParamSpec {
+        ParamSpec { key: "seed".into(), label: "Random pick (seeded)".into(), kind: ParamKind::Seed }
+    }
+
+    pub fn default_value(&self) -> Value {
+        match &self.kind {
+            ParamKind::Choice { default, .. } => Value::Choice(default.clone()),
+            ParamKind::Toggle { default } => Value::Toggle(*default),
+            ParamKind::Set { .. } => Value::Set(BTreeSet::new()),
+            ParamKind::Seed => Value::Seed(None),
+        }
+    }
+
+    /// Reads a value from its link form, or says why it cannot.
+    pub fn parse(&self, text: &str) -> Result<Value, String> {
+        let shown = super::super::link::short(text);
+        match &self.kind {
+            ParamKind::Choice { options, .. } => match options.iter().find(|c| c.value == text) {
+                Some(c) => Ok(Value::Choice(c.value.clone())),
+                None => Err(format!(
+                    "\"{shown}\" is not a value of {}; it takes {}.",
+                    self.key,
+                    options.iter().filter(|c| !c.value.is_empty()).map(|c| c.value.as_str()).collect::<Vec<_>>().join(", ")
+                )),
+            },
+            ParamKind::Toggle { .. } => match text {
+                "1" | "on" | "true" => Ok(Value::Toggle(true)),
+                "0" | "off" | "false" => Ok(Value::Toggle(false)),
+                _ => Err(format!("\"{shown}\" is not a value of {}; it takes 1 or 0.", self.key)),
+            },
+            ParamKind::Set { options } => {
+                let mut set = BTreeSet::new();
+                for v in text.split(',').filter(|v| !v.is_empty()) {
+                    if !options.iter().any(|c| c.value == v) {
+                        return Err(format!("\"{}\" is not a value of {}; it takes a list of {}.", super::super::link::short(v), self.key, options.iter().map(|c| c.value.as_str()).collect::<Vec<_>>().join(", ")));
+                    }
+                    set.insert(v.to_string());
+                }
+                Ok(Value::Set(set))
+            }
+            ParamKind::Seed => {
+                let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+                match text.parse::<u64>().ok().filter(|_| digits) {
+                    Some(s) => Ok(Value::Seed(Some(s))),
+                    None => Err(format!("The seed \"{shown}\" is not a number (digits only, as in ?seed=42); showing the fixed picks.")),
+                }
+            }
+        }
+    }
+
+    /// Whether `v` is a value this parameter can take.
+    fn accepts(&self, v: &Value) -> bool {
+        match (&self.kind, v) {
+            (ParamKind::Choice { options, .. }, Value::Choice(c)) => options.iter().any(|o| &o.value == c),
+            (ParamKind::Toggle { .. }, Value::Toggle(_)) | (ParamKind::Seed, Value::Seed(_)) => true,
+            (ParamKind::Set { options }, Value::Set(s)) => s.iter().all(|x| options.iter().any(|o| &o.value == x)),
+            _ => false,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Value {
+    Choice(String),
+    Toggle(bool),
+    Set(BTreeSet<String>),
+    Seed(Option<u64>),
+}
+
+impl Value {
+    /// The value as a link carries it.
+    pub fn link_text(&self) -> String {
+        match self {
+            Value::Choice(c) => c.clone(),
+            Value::Toggle(b) => if *b { "1" } else { "0" }.into(),
+            Value::Set(s) => s.iter().cloned().collect::<Vec<_>>().join(","),
+            Value::Seed(s) => s.map_or_else(String::new, |s| s.to_string()),
+        }
+    }
+}
+
+/// Values of a scenario's parameters, by key.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Params {
+    values: BTreeMap<String, Value>,
+}
+
+impl Params {
+    pub fn defaults(specs: &[ParamSpec]) -> Params {
+        Params { values: specs.iter().map(|s| (s.key.clone(), s.default_value())).collect() }
+    }
+
+    /// Every parameter of `specs`, with the value here where it is one the
+    /// parameter takes, else its default. Keys `specs` does not know are dropped.
+    pub fn normalized(&self, specs: &[ParamSpec]) -> Params {
+        let values = specs
+            .iter()
+            .map(|s| {
+                let v = self.values.get(&s.key).filter(|v| s.accepts(v)).cloned().unwrap_or_else(|| s.default_value());
+                (s.key.clone(), v)
+            })
+            .collect();
+        Params { values }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.values.get(key)
+    }
+
+    pub fn insert(&mut self, key: &str, v: Value) {
+        self.values.insert(key.into(), v);
+    }
+
+    pub fn with(mut self, key: &str, v: Value) -> Params {
+        self.insert(key, v);
+        self
+    }
+
+    pub fn choice(&self, key: &str) -> Option<&str> {
+        match self.values.get(key) {
+            Some(Value::Choice(c)) => Some(c.as_str()),
+            _ => None,
+        }
+    }
+
+    pub fn toggle(&self, key: &str) -> bool {
+        matches!(self.values.get(key), Some(Value::Toggle(true)))
+    }
+
+    pub fn set_contains(&self, key: &str, item: &str) -> bool {
+        matches!(self.values.get(key), Some(Value::Set(s)) if s.contains(item))
+    }
+
+    pub fn seed(&self) -> Option<u64> {
+        match self.values.get("seed") {
+            Some(Value::Seed(s)) => *s,
+            _ => None,
+        }
+    }
+
+    /// The `key=value` pairs a link carries: every value that is not its
+    /// parameter's default, in the order the parameters are declared.
+    pub fn link_pairs(&self, specs: &[ParamSpec]) -> Vec<(String, String)> {
+        specs
+            .iter()
+            .filter_map(|s| {
+                let v = self.values.get(&s.key)?;
+                (*v != s.default_value()).then(|| (s.key.clone(), v.link_text()))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn specs() -> Vec<ParamSpec> {
+        vec![
+            ParamSpec::choice("tab", "Type", ChoiceStyle::Tabs, vec![Choice::new("a", "A"), Choice::new("b", "B")]),
+            ParamSpec::toggle("local", "Local"),
+            ParamSpec::set("down", "Not Ready", vec![Choice::new("p1", "P1"), Choice::new("p2", "P2")]),
+            ParamSpec::seed(),
+        ]
+    }
+
+    #[test]
+    fn defaults_are_left_out_of_links_and_values_round_trip() {
+        let s = specs();
+        let d = Params::defaults(&s);
+        assert!(d.link_pairs(&s).is_empty());
+        let p = d.clone().with("tab", Value::Choice("b".into())).with("down", Value::Set(["p2".to_string()].into())).with("seed", Value::Seed(Some(7)));
+        let pairs = p.link_pairs(&s);
+        assert_eq!(pairs, [("tab".into(), "b".into()), ("down".into(), "p2".into()), ("seed".into(), "7".into())]);
+        let mut back = d;
+        for (k, v) in pairs {
+            let spec = s.iter().find(|x| x.key == k).unwrap();
+            back.insert(&k, spec.parse(&v).unwrap());
+        }
+        assert_eq!(back, p);
+    }
+
+    #[test]
+    fn bad_values_are_refused_with_what_is_accepted() {
+        let s = specs();
+        assert!(s[0].parse("c").unwrap_err().contains("it takes a, b"));
+        assert!(s[1].parse("yes").is_err());
+        assert!(s[2].parse("p1,p9").unwrap_err().contains("p9"));
+        assert!(s[3].parse("-1").is_err());
+        assert!(s[3].parse("99999999999999999999999").is_err());
+        // Normalizing drops what a scenario does not declare.
+        let odd = Params::default().with("tab", Value::Choice("zzz".into())).with("other", Value::Toggle(true));
+        assert_eq!(odd.normalized(&s), Params::defaults(&s));
+    }
+}

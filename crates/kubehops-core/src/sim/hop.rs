@@ -1,0 +1,209 @@
+//! Hops: one message or packet moving from one actor to the next, with
+//! everything the model decided about it.
+//!
+//! A hop is data. What it carries ([`Payload`]), what was rewritten
+//! ([`Rewrite`]), which rules matched ([`MatchedRule`]) and why a packet
+//! was dropped ([`DropReason`]) are typed values; the caption and detail
+//! are text written from those values for people, and nothing reads them
+//! back.
+
+use crate::dataplane::iptables::TableName;
+use crate::dns::{QType, Rcode, Response};
+use crate::net::{Cidr, Packet, SockAddr};
+use crate::sim::actor::{ActorId, Actors};
+use serde::{Deserialize, Serialize};
+use std::net::Ipv4Addr;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum HopKind {
+    Dns,
+    Request,
+    Reply,
+    ControlPlane,
+    Dropped,
+}
+
+/// Which way along a connection a hop goes. A reply leg retraces its
+/// request leg, and is drawn beside it, not on top of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub enum Leg {
+    #[default]
+    Out,
+    Back,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RewriteKind {
+    /// A rule's DNAT: kube-proxy's to an endpoint, Docker's to a container.
+    Dnat,
+    /// A rule's masquerade.
+    Snat,
+    /// conntrack undoing a DNAT on a reply.
+    UnDnat,
+    /// conntrack undoing a SNAT on a reply.
+    UnSnat,
+    /// A cloud balancer's own rewrite.
+    Balancer,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Field {
+    Source,
+    Destination,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rewrite {
+    pub kind: RewriteKind,
+    pub field: Field,
+    pub from: SockAddr,
+    pub to: SockAddr,
+}
+
+/// A rule that matched, as its `iptables-save` line on that node.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchedRule {
+    /// The table it is in: KUBE-SERVICES, for one, exists in both.
+    pub table: TableName,
+    pub line: usize,
+    pub text: String,
+    /// What kube-proxy wrote the rule for, when it says.
+    pub purpose: Option<crate::dataplane::iptables::Purpose>,
+}
+
+/// What a packet carries, where the story needs it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Payload {
+    DnsQuery { name: String, qtype: QType },
+    DnsAnswer(Response),
+    HttpRequest { host: String, path: String },
+    HttpResponse { status: u16, reason: String },
+}
+
+impl Payload {
+    /// A one-line summary for captions: `A? api.default.svc.cluster.local`.
+    pub fn summary(&self) -> String {
+        match self {
+            Payload::DnsQuery { name, qtype } => format!("{qtype}? {name}"),
+            Payload::DnsAnswer(r) if r.rcode == Rcode::NxDomain => format!("NXDOMAIN {}", r.name),
+            Payload::DnsAnswer(r) if r.answer.is_empty() => format!("no {} records for {}", r.qtype, r.name),
+            Payload::DnsAnswer(r) => r.answer.iter().map(crate::dns::Record::short).collect::<Vec<_>>().join(", "),
+            Payload::HttpRequest { host, path } => format!("GET {path} Host: {host}"),
+            Payload::HttpResponse { status, reason } => format!("HTTP {status} {reason}"),
+        }
+    }
+}
+
+/// What happened to a packet on one hop.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PacketHop {
+    /// As it arrived at the hop's start.
+    pub before: Packet,
+    /// As it travels on this hop.
+    pub after: Packet,
+    pub rewrites: Vec<Rewrite>,
+    /// The node whose rules or conntrack decided the rewrites.
+    pub decided_on: Option<ActorId>,
+    pub matched: Vec<MatchedRule>,
+    /// True when conntrack, not the rules, made the rewrite.
+    pub by_conntrack: bool,
+    /// Every endpoint the rules could have picked (when they chose).
+    pub could_reach: Vec<SockAddr>,
+    /// The entry of `decided_on`'s conntrack table this hop created or was
+    /// rewritten by, as an index into that table's entries.
+    pub conntrack_entry: Option<usize>,
+    pub payload: Option<Payload>,
+}
+
+impl PacketHop {
+    /// A packet that travels unchanged, decided by no rule.
+    pub fn plain(p: Packet, payload: Option<Payload>) -> PacketHop {
+        PacketHop { before: p, after: p, rewrites: vec![], decided_on: None, matched: vec![], by_conntrack: false, could_reach: vec![], conntrack_entry: None, payload }
+    }
+}
+
+/// Why an address cannot be reached from where the packet is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Unroutable {
+    /// A Service's virtual range: it exists only in kube-proxy's rules on the nodes.
+    ServiceRange(Cidr),
+    /// The Pod network: routed between the nodes, not announced outside.
+    PodNetwork(Cidr),
+    /// Nothing this network knows of.
+    Unknown,
+}
+
+/// Why a packet went no further: data, so tests and panels can tell one
+/// reason from another.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum DropReason {
+    /// No route from where the packet is to its destination.
+    NoRoute { dst: Ipv4Addr, why: Unroutable },
+    /// A node's filter table dropped (or rejected) the packet.
+    Filtered { node: ActorId, rejected: bool, rule: Option<MatchedRule>, comment: Option<String> },
+    /// Nothing listens on the port: the connection is refused.
+    Refused { at: ActorId, port: u16 },
+    /// A balancer has no listener for the address and port.
+    NoListener { dst: SockAddr },
+    /// A balancer has no target to send to.
+    NoTargets,
+    /// The client's resolver could not turn the name into an address.
+    Unresolved { name: String },
+    /// The walk did not end (a loop in the rules).
+    TooManyHops,
+}
+
+impl DropReason {
+    /// A sentence for people, naming actors by their labels.
+    pub fn describe(&self, actors: &Actors) -> String {
+        match self {
+            DropReason::NoRoute { dst, why: Unroutable::ServiceRange(r) } => {
+                format!("No router outside the cluster knows {r}: {dst} exists only in kube-proxy's rules on the nodes, so the packet never arrives.")
+            }
+            DropReason::NoRoute { dst, why: Unroutable::PodNetwork(r) } => {
+                format!("The Pod network {r} is routed between the nodes only; from here there is no route to {dst}.")
+            }
+            DropReason::NoRoute { dst, why: Unroutable::Unknown } => format!("No route leads to {dst} from here."),
+            DropReason::Filtered { node, rejected, comment, .. } => {
+                let what = if *rejected { "rejects" } else { "drops" };
+                let why = comment.clone().unwrap_or_else(|| "no rule accepts it".into());
+                format!("{}'s filter table {what} the packet: {why}.", actors.short(*node))
+            }
+            DropReason::Refused { at, port } => format!("Nothing in {} listens on port {port}; the connection is refused.", actors.short(*at)),
+            DropReason::NoListener { dst } => format!("The balancer has no listener on {dst}."),
+            DropReason::NoTargets => "The balancer has no healthy target to send to.".into(),
+            DropReason::Unresolved { name } => format!("{name} does not resolve, so there is no address to send to."),
+            DropReason::TooManyHops => "The packet went round in circles and was given up.".into(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Hop {
+    pub from: ActorId,
+    pub to: ActorId,
+    pub kind: HopKind,
+    pub leg: Leg,
+    /// Drawn as an alternative ("what a VIP balancer would do"), not as
+    /// part of the main story.
+    pub what_if: bool,
+    /// A short caption for the canvas.
+    pub caption: String,
+    /// One or two sentences for the hop list.
+    pub detail: String,
+    pub packet: Option<PacketHop>,
+    /// Set on a dropped hop.
+    pub dropped: Option<DropReason>,
+}
+
+impl Hop {
+    /// A control-plane message: a watch event, an API call, a cloud call.
+    pub fn message(from: ActorId, to: ActorId, caption: String, detail: String) -> Hop {
+        Hop { from, to, kind: HopKind::ControlPlane, leg: Leg::Out, what_if: false, caption, detail, packet: None, dropped: None }
+    }
+
+    /// A control-plane message that failed (a refused apply, a cloud out of addresses).
+    pub fn failed_message(from: ActorId, to: ActorId, caption: String, detail: String) -> Hop {
+        Hop { kind: HopKind::Dropped, ..Hop::message(from, to, caption, detail) }
+    }
+}

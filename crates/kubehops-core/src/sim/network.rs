@@ -1,0 +1,499 @@
+//! The packet path: one connection, hop by hop, from a client actor to a
+//! server and back.
+//!
+//! Each actor kind handles a packet its own way: a host outside hands it
+//! to the outside network, a Pod to its node over its veth, a balancer to
+//! a node, a node to its conntrack table or its rules and then to its
+//! routing table. A server turns the packet into a reply, and the reply
+//! walks back the same way until it reaches the client.
+//!
+//! Architecture Invariant: a packet is rewritten only here, and only by
+//! [`traverse`] over the node's rules, by the node's conntrack entry, or by
+//! a balancer (whose rewrite is its own, recorded as `RewriteKind::Balancer`).
+
+use super::hop::{DropReason, Field, Hop, HopKind, Leg, MatchedRule, PacketHop, Payload, Rewrite, RewriteKind, Unroutable};
+use super::{ActorId, ActorKind, World};
+use crate::controllers::cloud::{Delivery, LbFlow, LbState};
+use crate::dataplane::conntrack::Direction;
+use crate::dataplane::netfilter::{reachable_dnat_targets, traverse, Dice, Entry, NodeContext, Verdict};
+use crate::dataplane::trace::node_addresses;
+use crate::dns::{ClusterDns, DnsConfig, QType, RData, Rcode, Response};
+use crate::net::{Packet, Protocol, SockAddr};
+use serde::{Deserialize, Serialize};
+use std::net::Ipv4Addr;
+
+/// The most hops one connection may take before it is given up.
+const MAX_HOPS: usize = 48;
+/// How deep a server may open connections of its own while answering
+/// (CoreDNS asking upstream).
+const MAX_NESTING: u8 = 2;
+
+/// One connection to open: who opens it, to where, carrying what.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Dial {
+    pub from: ActorId,
+    pub dst: SockAddr,
+    pub proto: Protocol,
+    pub payload: Option<Payload>,
+    /// Which of a balancer's targets it sends the connection to.
+    pub lb_target: usize,
+    /// How a balancer hands the connection to the node.
+    pub delivery: Delivery,
+}
+
+impl Dial {
+    pub fn tcp(from: ActorId, dst: SockAddr) -> Dial {
+        Dial { from, dst, proto: Protocol::Tcp, payload: None, lb_target: 0, delivery: Delivery::NodePort }
+    }
+
+    /// An HTTP GET with a Host header, as curl sends it.
+    pub fn http(from: ActorId, dst: SockAddr, host: &str) -> Dial {
+        Dial { payload: Some(Payload::HttpRequest { host: host.into(), path: "/".into() }), ..Dial::tcp(from, dst) }
+    }
+
+    pub fn dns(from: ActorId, server: SockAddr, name: &str, qtype: QType) -> Dial {
+        Dial { proto: Protocol::Udp, payload: Some(Payload::DnsQuery { name: name.into(), qtype }), ..Dial::tcp(from, server) }
+    }
+}
+
+/// How a connection ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Outcome {
+    /// The reply reached the client, from `server` as the client sees it.
+    Answered { server: SockAddr, payload: Option<Payload> },
+    Dropped { at: ActorId, reason: DropReason },
+}
+
+enum Step {
+    /// The packet moves on to `to`.
+    Next { to: ActorId, packet: PacketHop, caption: String, detail: String },
+    /// This actor is the server; its answer leaves for `to`.
+    Answer { to: ActorId, packet: PacketHop, caption: String, detail: String },
+    /// The reply is back at the client.
+    Arrived,
+    Drop(DropReason),
+}
+
+fn next(to: ActorId, packet: PacketHop, caption: String, detail: String) -> Step {
+    Step::Next { to, packet, caption, detail }
+}
+
+fn hop_kind(payload: &Option<Payload>, leg: Leg) -> HopKind {
+    match (payload, leg) {
+        (Some(Payload::DnsQuery { .. } | Payload::DnsAnswer(_)), _) => HopKind::Dns,
+        (_, Leg::Out) => HopKind::Request,
+        (_, Leg::Back) => HopKind::Reply,
+    }
+}
+
+fn packet_text(p: &Packet) -> String {
+    format!("{} → {}", p.src, p.dst)
+}
+
+impl World {
+    /// Opens one connection and walks it to its end. Random rule matches
+    /// are decided by `dice`.
+    pub fn dial(&mut self, d: Dial, dice: &mut dyn Dice) -> Outcome {
+        let client = d.from;
+        let Some(client_ip) = self.actors.get(client).and_then(|a| a.ip) else {
+            return Outcome::Dropped { at: client, reason: DropReason::NoRoute { dst: d.dst.ip, why: Unroutable::Unknown } };
+        };
+        let src = SockAddr::new(client_ip, self.next_client_port);
+        self.next_client_port = self.next_client_port.wrapping_add(1).max(1024);
+        let mut pkt = Packet::new(d.proto, src, d.dst);
+        let mut payload = d.payload.clone();
+        let (mut at, mut leg) = (client, Leg::Out);
+        for i in 0..MAX_HOPS {
+            let step = if i == 0 { self.originate(client, &pkt, &payload, dice) } else { self.arrive(at, client, leg, &pkt, &payload, &d, dice) };
+            match step {
+                Step::Next { to, packet, caption, detail } => {
+                    (pkt, payload) = (packet.after, packet.payload.clone());
+                    self.push(Hop { from: at, to, kind: hop_kind(&payload, leg), leg, what_if: false, caption, detail, packet: Some(packet), dropped: None });
+                    at = to;
+                }
+                Step::Answer { to, packet, caption, detail } => {
+                    leg = Leg::Back;
+                    (pkt, payload) = (packet.after, packet.payload.clone());
+                    self.push(Hop { from: at, to, kind: hop_kind(&payload, leg), leg, what_if: false, caption, detail, packet: Some(packet), dropped: None });
+                    at = to;
+                }
+                Step::Arrived => return Outcome::Answered { server: pkt.src, payload },
+                Step::Drop(reason) => {
+                    let detail = reason.describe(&self.actors);
+                    let hop = Hop {
+                        from: at,
+                        to: at,
+                        kind: HopKind::Dropped,
+                        leg,
+                        what_if: false,
+                        caption: "dropped".into(),
+                        detail,
+                        packet: Some(PacketHop::plain(pkt, payload)),
+                        dropped: Some(reason.clone()),
+                    };
+                    self.push(hop);
+                    return Outcome::Dropped { at, reason };
+                }
+            }
+        }
+        Outcome::Dropped { at, reason: DropReason::TooManyHops }
+    }
+
+    /// The first hop: the client sends.
+    fn originate(&mut self, client: ActorId, pkt: &Packet, payload: &Option<Payload>, dice: &mut dyn Dice) -> Step {
+        let Some(a) = self.actors.get(client).cloned() else { return Step::Drop(DropReason::TooManyHops) };
+        let what = payload.as_ref().map_or_else(|| packet_text(pkt), |p| format!("{} ({})", packet_text(pkt), p.summary()));
+        match a.kind {
+            ActorKind::Laptop | ActorKind::OutsideHost | ActorKind::Resolver => match self.outside_route(pkt.dst.ip) {
+                Ok(to) => {
+                    let caption = match payload {
+                        Some(Payload::DnsQuery { name, qtype }) => format!("{qtype}? {name}"),
+                        _ => format!("request → {}", pkt.dst),
+                    };
+                    next(to, PacketHop::plain(*pkt, payload.clone()), caption, format!("{} sends {what} to {}.", a.short, self.place_name(to)))
+                }
+                Err(r) => Step::Drop(r),
+            },
+            k if k.is_pod() => {
+                let Some(node) = a.parent else { return Step::Drop(DropReason::NoRoute { dst: pkt.dst.ip, why: Unroutable::Unknown }) };
+                let caption = match payload {
+                    Some(Payload::DnsQuery { name, qtype }) => format!("{qtype}? {name}"),
+                    _ => format!("request → {}", pkt.dst),
+                };
+                let detail = format!("{} sends {what}. The packet leaves the Pod through its veth and arrives at {}, its node.", a.short, self.actors.short(node));
+                next(node, PacketHop::plain(*pkt, payload.clone()), caption, detail)
+            }
+            ActorKind::Node => match self.node_index(client) {
+                Some(n) => self.at_node(n, pkt, payload, Entry::Local, dice),
+                None => Step::Drop(DropReason::TooManyHops),
+            },
+            _ => Step::Drop(DropReason::NoRoute { dst: pkt.dst.ip, why: Unroutable::Unknown }),
+        }
+    }
+
+    /// A packet arrives at `at`.
+    #[allow(clippy::too_many_arguments)]
+    fn arrive(&mut self, at: ActorId, client: ActorId, leg: Leg, pkt: &Packet, payload: &Option<Payload>, d: &Dial, dice: &mut dyn Dice) -> Step {
+        if at == client && leg == Leg::Back {
+            return Step::Arrived;
+        }
+        let Some(kind) = self.actors.get(at).map(|a| a.kind) else { return Step::Drop(DropReason::TooManyHops) };
+        match kind {
+            ActorKind::Laptop | ActorKind::OutsideHost | ActorKind::Resolver => self.serve_outside(at, pkt, payload),
+            ActorKind::LoadBalancer => self.at_balancer(pkt, payload, d.lb_target, d.delivery),
+            ActorKind::Node => match self.node_index(at) {
+                Some(n) => self.at_node(n, pkt, payload, Entry::Arriving, dice),
+                None => Step::Drop(DropReason::TooManyHops),
+            },
+            k if k.is_pod() => self.serve_pod(at, pkt, payload, dice),
+            _ => Step::Drop(DropReason::NoRoute { dst: pkt.dst.ip, why: Unroutable::Unknown }),
+        }
+    }
+
+    /// Where the network outside the cluster delivers a packet to `dst`.
+    pub(crate) fn outside_route(&self, dst: Ipv4Addr) -> Result<ActorId, DropReason> {
+        if self.internet.reaches_nodes {
+            if let Some(n) = self.api.nodes.iter().position(|n| n.internal_ip == dst) {
+                return Ok(self.node_actors[n]);
+            }
+        }
+        if let Some(lb) = self.balancer_actor_at(dst) {
+            return Ok(lb);
+        }
+        if let Some(a) = self.actors.iter().find(|a| a.ip == Some(dst) && matches!(a.kind, ActorKind::Laptop | ActorKind::OutsideHost | ActorKind::Resolver)) {
+            return Ok(a.id);
+        }
+        let why = if self.api.config.service_cidr.contains(dst) {
+            Unroutable::ServiceRange(self.api.config.service_cidr)
+        } else if let Some(c) = self.proxy.cluster_cidr.filter(|c| c.contains(dst)) {
+            Unroutable::PodNetwork(c)
+        } else {
+            Unroutable::Unknown
+        };
+        Err(DropReason::NoRoute { dst, why })
+    }
+
+    fn balancer_actor_at(&self, ip: Ipv4Addr) -> Option<ActorId> {
+        self.lb.cloud()?.balancer_at(ip)?;
+        self.first(ActorKind::LoadBalancer)
+    }
+
+    /// An outside host is the server: a resolver answers DNS, a host
+    /// serves its sites.
+    fn serve_outside(&mut self, at: ActorId, pkt: &Packet, payload: &Option<Payload>) -> Step {
+        let Some(a) = self.actors.get(at).cloned() else { return Step::Drop(DropReason::TooManyHops) };
+        let answer = match (a.kind, payload) {
+            (ActorKind::Resolver, Some(Payload::DnsQuery { name, qtype })) if pkt.dst.port == 53 => Payload::DnsAnswer(self.internet.resolve(name, *qtype)),
+            (_, _) => match self.internet.site(pkt.dst.ip, pkt.dst.port) {
+                Some(site) => {
+                    let host = match payload {
+                        Some(Payload::HttpRequest { host, .. }) => host.clone(),
+                        _ => String::new(),
+                    };
+                    if site.hosts.iter().any(|h| h.eq_ignore_ascii_case(&host)) {
+                        Payload::HttpResponse { status: 200, reason: "OK".into() }
+                    } else {
+                        Payload::HttpResponse { status: 404, reason: "Not Found".into() }
+                    }
+                }
+                None => return Step::Drop(DropReason::Refused { at, port: pkt.dst.port }),
+            },
+        };
+        let reply = pkt.reversed();
+        let to = match self.outside_route(reply.dst.ip) {
+            Ok(to) => to,
+            Err(r) => return Step::Drop(r),
+        };
+        let summary = answer.summary();
+        let detail = match &answer {
+            Payload::HttpResponse { status: 404, .. } => format!("{} answers {summary}: it serves no site called \"{}\". The reply goes back to {}.", a.short, request_host(payload), reply.dst),
+            _ => format!("{} answers {summary}. The reply goes back to {}, the address the request came from.", a.short, reply.dst),
+        };
+        Step::Answer { to, packet: PacketHop::plain(reply, Some(answer)), caption: summary, detail }
+    }
+
+    /// A Pod is the server (or CoreDNS is): it answers, and the reply goes
+    /// to its node.
+    fn serve_pod(&mut self, at: ActorId, pkt: &Packet, payload: &Option<Payload>, dice: &mut dyn Dice) -> Step {
+        let Some(a) = self.actors.get(at).cloned() else { return Step::Drop(DropReason::TooManyHops) };
+        let Some(pod) = a.object.as_ref().and_then(|o| self.api.pods.iter().find(|p| p.namespace == o.namespace && p.name == o.name)).cloned() else {
+            return Step::Drop(DropReason::TooManyHops);
+        };
+        let Some(node) = a.parent else { return Step::Drop(DropReason::TooManyHops) };
+        if pkt.dst.ip != pod.ip || pkt.dst.port != pod.container_port {
+            return Step::Drop(DropReason::Refused { at, port: pkt.dst.port });
+        }
+        let answer = match (a.kind, payload) {
+            (ActorKind::CoreDns, Some(Payload::DnsQuery { name, qtype })) => Some(Payload::DnsAnswer(self.coredns_answer(at, name, *qtype, dice))),
+            (_, Some(Payload::HttpRequest { .. })) => Some(Payload::HttpResponse { status: 200, reason: "OK".into() }),
+            _ => None,
+        };
+        let reply = pkt.reversed();
+        let (caption, detail) = match &answer {
+            Some(p @ Payload::DnsAnswer(_)) => (p.summary(), format!("{} answers {}. It saw the query come from {}, so it replies there.", a.short, p.summary(), pkt.src)),
+            _ => (format!("reply → {}", reply.dst), format!("Pod {} answers. It saw the request come from {}, so it replies there.", pod.name, pkt.src)),
+        };
+        Step::Answer { to: node, packet: PacketHop::plain(reply, answer), caption, detail }
+    }
+
+    /// CoreDNS answers a name: the `kubernetes` plugin for the cluster
+    /// domain, with the target of an external CNAME (and any name outside
+    /// the domain) looked up upstream, as its `forward` plugin does.
+    fn coredns_answer(&mut self, coredns: ActorId, name: &str, qtype: QType, dice: &mut dyn Dice) -> Response {
+        let services: Vec<crate::api::Service> = self.api.services().cloned().collect();
+        let dns = ClusterDns::new(DnsConfig::default(), &services, &self.api.endpoint_slices());
+        let local = dns.query(name, qtype);
+        let upstream_name = match &local {
+            None => Some(name.to_string()),
+            Some(r) if qtype == QType::A => r.answer.iter().find_map(|rec| match &rec.data {
+                RData::Cname(t) if dns.query(t, QType::A).is_none() => Some(t.clone()),
+                _ => None,
+            }),
+            Some(_) => None,
+        };
+        let mut resp = local.unwrap_or_else(|| Response { name: name.to_string(), qtype, rcode: Rcode::NoError, answer: vec![], additional: vec![] });
+        let Some(target) = upstream_name else { return resp };
+        let Some(resolver) = self.first(ActorKind::Resolver).and_then(|r| self.actors.get(r)).and_then(|r| r.ip) else { return resp };
+        if self.nesting >= MAX_NESTING {
+            return resp;
+        }
+        self.nesting += 1;
+        let out = self.dial(Dial::dns(coredns, SockAddr::new(resolver, 53), &target, qtype), dice);
+        self.nesting -= 1;
+        if let Outcome::Answered { payload: Some(Payload::DnsAnswer(up)), .. } = out {
+            if resp.answer.is_empty() {
+                resp.rcode = up.rcode;
+            }
+            resp.answer.extend(up.answer);
+        }
+        resp
+    }
+
+    /// A node receives a packet: conntrack, then the nat and filter
+    /// tables, then routing.
+    fn at_node(&mut self, n: usize, pkt: &Packet, payload: &Option<Payload>, entry: Entry, dice: &mut dyn Dice) -> Step {
+        let me = self.node_actors[n];
+        if let Some((i, dir)) = self.conntrack[n].lookup(pkt) {
+            return self.by_conntrack(n, i, dir, pkt, payload);
+        }
+        let node = self.api.nodes[n].clone();
+        let name = self.actors.short(me).to_string();
+        let ctx = NodeContext::new(node_addresses(&node));
+        let rules = &self.rules[n];
+        let t = traverse(&rules.filter, &rules.nat, entry, pkt, &ctx, dice);
+        let matched: Vec<MatchedRule> = t
+            .matched()
+            .filter_map(|r| {
+                let rule = rules.rule(r)?;
+                Some(MatchedRule { table: r.table, line: rules.line_of(r)?, text: rule.render(&r.chain), purpose: rule.purpose })
+            })
+            .collect();
+        if let Some(v) = t.refused() {
+            let last = t.filter.matched.last().or(t.nat.matched.last());
+            let rule = last.and_then(|r| matched.iter().find(|m| Some(m.line) == rules.line_of(r)).cloned());
+            let comment = last.and_then(|r| rules.rule(r)).and_then(|r| r.comment().map(str::to_string));
+            return Step::Drop(DropReason::Filtered { node: me, rejected: *v == Verdict::Reject, rule, comment });
+        }
+        let mut after = t.routed;
+        let mut rewrites = Vec::new();
+        let mut could_reach = Vec::new();
+        if let Verdict::Dnat(to) = t.nat.verdict {
+            rewrites.push(Rewrite { kind: RewriteKind::Dnat, field: Field::Destination, from: pkt.dst, to });
+            let hook = if entry == Entry::Local { "OUTPUT" } else { "PREROUTING" };
+            could_reach = reachable_dnat_targets(&rules.nat, hook, pkt, &ctx);
+        }
+        if entry == Entry::Arriving && ctx.local_addrs.contains(&after.dst.ip) {
+            // Addressed to the node itself and not rewritten: nothing of the
+            // model listens on a node.
+            return Step::Drop(DropReason::Refused { at: me, port: after.dst.port });
+        }
+        let (to, out_addr) = match self.route(n, after.dst.ip) {
+            Ok(r) => r,
+            Err(e) => return Step::Drop(e),
+        };
+        if t.masquerade() {
+            let from = after.src;
+            // MASQUERADE --random-fully draws a fresh source port; here it
+            // is derived from the connection so the story repeats.
+            after.src = SockAddr::new(out_addr, masquerade_port(n, pkt));
+            rewrites.push(Rewrite { kind: RewriteKind::Snat, field: Field::Source, from, to: after.src });
+        }
+        let entry_index = self.conntrack[n].insert(pkt, &after, self.clock);
+        let to_name = self.place_name(to);
+        let (caption, detail) = node_caption(&name, &to_name, pkt, &after, &rewrites);
+        let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched, by_conntrack: false, could_reach, conntrack_entry: Some(entry_index), payload: payload.clone() };
+        next(to, packet, caption, detail)
+    }
+
+    /// A packet of a known connection, rewritten from its conntrack entry.
+    fn by_conntrack(&mut self, n: usize, i: usize, dir: Direction, pkt: &Packet, payload: &Option<Payload>) -> Step {
+        let me = self.node_actors[n];
+        let name = self.actors.short(me).to_string();
+        let after = self.conntrack[n].translate(i, dir, pkt, self.clock);
+        let mut rewrites = Vec::new();
+        if after.src != pkt.src {
+            let kind = if dir == Direction::Reply { RewriteKind::UnDnat } else { RewriteKind::Snat };
+            rewrites.push(Rewrite { kind, field: Field::Source, from: pkt.src, to: after.src });
+        }
+        if after.dst != pkt.dst {
+            let kind = if dir == Direction::Reply { RewriteKind::UnSnat } else { RewriteKind::Dnat };
+            rewrites.push(Rewrite { kind, field: Field::Destination, from: pkt.dst, to: after.dst });
+        }
+        let to = match self.route(n, after.dst.ip) {
+            Ok((to, _)) => to,
+            Err(e) => return Step::Drop(e),
+        };
+        let detail = if rewrites.is_empty() {
+            format!("{name} forwards the packet unchanged; conntrack knows the connection but made no rewrite on it.")
+        } else {
+            format!("conntrack on {name} matches the reply to its entry and undoes the NAT: the packet now runs {}.", packet_text(&after))
+        };
+        let caption = if after == *pkt { format!("forward → {}", after.dst) } else { "conntrack undoes the NAT".to_string() };
+        let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched: vec![], by_conntrack: true, could_reach: vec![], conntrack_entry: Some(i), payload: payload.clone() };
+        next(to, packet, caption, detail)
+    }
+
+    /// Routing on node `n`: where a packet to `dst` goes next, and which
+    /// of the node's addresses it leaves from (used by masquerade).
+    fn route(&self, n: usize, dst: Ipv4Addr) -> Result<(ActorId, Ipv4Addr), DropReason> {
+        let node = &self.api.nodes[n];
+        let no_route = |why| DropReason::NoRoute { dst, why };
+        if node.pod_cidr.is_some_and(|c| c.contains(dst)) {
+            let pod = self.actors.pods_on(self.node_actors[n]).find(|p| p.ip == Some(dst)).map(|p| p.id);
+            let gateway = node.pod_cidr.and_then(|c| c.nth(1)).unwrap_or(node.internal_ip);
+            return pod.map(|p| (p, gateway)).ok_or(no_route(Unroutable::Unknown));
+        }
+        if let Some(m) = self.api.nodes.iter().position(|o| o.pod_cidr.is_some_and(|c| c.contains(dst)) || (o.internal_ip == dst && o.name != node.name)) {
+            return Ok((self.node_actors[m], node.internal_ip));
+        }
+        if self.api.config.service_cidr.contains(dst) {
+            return Err(no_route(Unroutable::ServiceRange(self.api.config.service_cidr)));
+        }
+        // Outside: back through the balancer if it carries this flow.
+        let via_balancer = self.lb.cloud().is_some_and(|c| c.balancers.iter().any(|b| b.flows.iter().any(|f| f.client.ip == dst)));
+        if via_balancer {
+            if let Some(lb) = self.first(ActorKind::LoadBalancer) {
+                return Ok((lb, node.internal_ip));
+            }
+        }
+        let outside = self.actors.iter().find(|a| a.ip == Some(dst) && matches!(a.kind, ActorKind::Laptop | ActorKind::OutsideHost | ActorKind::Resolver));
+        outside.map(|a| (a.id, node.internal_ip)).ok_or(no_route(Unroutable::Unknown))
+    }
+
+    fn at_balancer(&mut self, pkt: &Packet, payload: &Option<Payload>, target: usize, delivery: Delivery) -> Step {
+        let outside_dst = self.outside_route(pkt.dst.ip).ok();
+        let Some(cloud) = self.lb.cloud_mut() else { return Step::Drop(DropReason::NoListener { dst: pkt.dst }) };
+        let Some(lb) = cloud.balancers.iter_mut().find(|b| b.ip == pkt.dst.ip || b.flows.iter().any(|f| f.backend == pkt.src)) else {
+            return Step::Drop(DropReason::NoListener { dst: pkt.dst });
+        };
+        // A reply from a node on a flow the balancer remembers.
+        if let Some(flow) = lb.reply_flow(pkt).cloned() {
+            let Some(to) = outside_dst else { return Step::Drop(DropReason::NoRoute { dst: pkt.dst.ip, why: Unroutable::Unknown }) };
+            let after = Packet { src: flow.frontend, ..*pkt };
+            let rewrites = vec![Rewrite { kind: RewriteKind::Balancer, field: Field::Source, from: pkt.src, to: after.src }];
+            let packet = PacketHop { rewrites, ..PacketHop::plain(*pkt, payload.clone()) };
+            return next(
+                to,
+                PacketHop { after, ..packet },
+                format!("reply from {}", after.src),
+                format!("The balancer puts its own address back as the source, so the client sees a reply from {}.", after.src),
+            );
+        }
+        let Some(listener) = lb.listener(pkt.dst, pkt.proto).cloned() else { return Step::Drop(DropReason::NoListener { dst: pkt.dst }) };
+        if lb.state != LbState::Active {
+            return Step::Drop(DropReason::NoListener { dst: pkt.dst });
+        }
+        let Some((node_name, node_ip)) = lb.targets.get(target).or(lb.targets.first()).cloned() else { return Step::Drop(DropReason::NoTargets) };
+        let backend = match delivery {
+            Delivery::NodePort => SockAddr::new(node_ip, listener.node_port),
+            Delivery::Vip => pkt.dst,
+        };
+        lb.flows.push(LbFlow { client: pkt.src, frontend: pkt.dst, backend });
+        let after = Packet { dst: backend, ..*pkt };
+        let Some(node) = self.actors.node(&node_name) else { return Step::Drop(DropReason::NoTargets) };
+        let name = self.actors.short(node).to_string();
+        let (rewrites, caption, detail) = match delivery {
+            Delivery::NodePort => (
+                vec![Rewrite { kind: RewriteKind::Balancer, field: Field::Destination, from: pkt.dst, to: backend }],
+                format!("forward to {name}:{}", listener.node_port),
+                format!("The balancer picks {name} and forwards to its node port {}, keeping the client's address as source.", listener.node_port),
+            ),
+            Delivery::Vip => (vec![], format!("VIP: to {name}, still {}", pkt.dst), format!("A balancer with ipMode VIP delivers the packet to {name} still addressed to {}.", pkt.dst)),
+        };
+        next(node, PacketHop { after, rewrites, ..PacketHop::plain(*pkt, payload.clone()) }, caption, detail)
+    }
+}
+
+fn request_host(payload: &Option<Payload>) -> String {
+    match payload {
+        Some(Payload::HttpRequest { host, .. }) => host.clone(),
+        _ => String::new(),
+    }
+}
+
+/// The caption and detail of a packet a node's rules passed on.
+fn node_caption(name: &str, to_name: &str, before: &Packet, after: &Packet, rewrites: &[Rewrite]) -> (String, String) {
+    if rewrites.is_empty() {
+        return (format!("forward → {to_name}"), format!("No rule of {name} rewrites {}; it is routed on to {to_name}.", packet_text(before)));
+    }
+    let parts: Vec<String> = rewrites
+        .iter()
+        .filter_map(|r| match r.kind {
+            RewriteKind::Dnat => Some(format!("DNAT to {}", r.to)),
+            RewriteKind::Snat => Some(format!("SNAT to {}", r.to.ip)),
+            _ => None,
+        })
+        .collect();
+    let detail = format!(
+        "{name} walks its nat table: {}. The packet leaves for {to_name} as {}; conntrack records the connection.",
+        parts.join(", then "),
+        packet_text(after)
+    );
+    (parts.join(", "), detail)
+}
+
+/// A source port in 1024–65535, stable for one node and connection.
+fn masquerade_port(node: usize, pkt: &Packet) -> u16 {
+    let h = crate::hash::fnv1a(format!("{node}|{}|{}", pkt.src, pkt.dst).as_bytes());
+    1024 + (h % 64512) as u16
+}

@@ -1,0 +1,136 @@
+//! Views: what the panels show at one moment, as rows and fields.
+//!
+//! A [`View`] is taken after every hop. It holds the kubectl table of the
+//! Services the story is about, each node's kube-proxy lines for them, each
+//! node's conntrack table and each balancer's state. Panels read these
+//! fields; none of them parses text.
+
+use crate::dataplane::conntrack::{ConntrackState, Tuple};
+use crate::dataplane::iptables::{Purpose, TableName};
+use crate::net::SockAddr;
+use crate::sim::actor::ActorId;
+use serde::{Deserialize, Serialize};
+use std::net::Ipv4Addr;
+
+/// A compact, typed summary of the rules one node holds for a Service,
+/// for the node's card on the canvas.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum RuleSummary {
+    ClusterIp { addr: SockAddr, lines: Vec<usize> },
+    NodePort { port: u16, lines: Vec<usize> },
+    LoadBalancerIp { addr: SockAddr, lines: Vec<usize> },
+    ExternalIp { addr: SockAddr, lines: Vec<usize> },
+    Endpoints { targets: Vec<SockAddr>, lines: Vec<usize> },
+    /// The filter table turns the Service's traffic away (no endpoints).
+    Reject { addr: SockAddr, lines: Vec<usize> },
+}
+
+impl RuleSummary {
+    pub fn lines(&self) -> &[usize] {
+        match self {
+            RuleSummary::ClusterIp { lines, .. }
+            | RuleSummary::NodePort { lines, .. }
+            | RuleSummary::LoadBalancerIp { lines, .. }
+            | RuleSummary::ExternalIp { lines, .. }
+            | RuleSummary::Endpoints { lines, .. }
+            | RuleSummary::Reject { lines, .. } => lines,
+        }
+    }
+}
+
+/// One `iptables-save` line of a node, with what it belongs to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuleLine {
+    /// Its line number in the node's full `iptables-save` output.
+    pub line: usize,
+    pub table: TableName,
+    pub chain: String,
+    pub text: String,
+    /// The service port it was written for (`default/web`, `default/api:http`).
+    pub owner: Option<String>,
+    pub purpose: Option<Purpose>,
+}
+
+impl RuleLine {
+    /// Two lines are the same rule when chain and text agree; the number
+    /// moves when rules are added above it.
+    pub fn same_rule(&self, other: &RuleLine) -> bool {
+        self.table == other.table && self.chain == other.chain && self.text == other.text
+    }
+}
+
+/// One conntrack entry as shown, with what identifies it: the original
+/// tuple names the connection, the state says how far it got. The text's
+/// timeout changes every second; these do not.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConntrackLine {
+    pub text: String,
+    pub original: Tuple,
+    pub state: ConntrackState,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeView {
+    pub node: ActorId,
+    /// The node's rules for the Services in focus, summarised.
+    pub rules: Vec<RuleSummary>,
+    /// The lines of both tables for the Services in focus.
+    pub iptables: Vec<RuleLine>,
+    /// The node's conntrack table, one `conntrack -L` line per entry.
+    pub conntrack: Vec<ConntrackLine>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BalancerView {
+    Absent,
+    Provisioning,
+    Active { ip: Ipv4Addr },
+}
+
+/// kubectl's output as rows of cells (the first row is the header), or
+/// the notice kubectl prints when nothing matched.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KubectlTable {
+    /// The command it answers (`kubectl get svc api`).
+    pub command: String,
+    pub rows: Vec<Vec<String>>,
+    pub notice: Option<String>,
+}
+
+impl KubectlTable {
+    /// The table as kubectl prints it, padded as its tabwriter pads.
+    pub fn render(&self) -> String {
+        match &self.notice {
+            Some(n) if self.rows.is_empty() => n.clone(),
+            _ => crate::api::kubectl::tabulate(&self.rows),
+        }
+    }
+
+    /// The cell of `column` in the row whose first cell is `name`.
+    pub fn cell(&self, name: &str, column: &str) -> Option<&str> {
+        let header = self.rows.first()?;
+        let c = header.iter().position(|h| h == column)?;
+        self.rows.iter().skip(1).find(|r| r.first().is_some_and(|n| n == name))?.get(c).map(String::as_str)
+    }
+}
+
+/// What the panels show at one moment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct View {
+    pub clock: u64,
+    pub kubectl: KubectlTable,
+    /// One per node, in node order.
+    pub nodes: Vec<NodeView>,
+    /// The state of each balancer actor.
+    pub balancers: Vec<(ActorId, BalancerView)>,
+}
+
+impl View {
+    pub fn node(&self, id: ActorId) -> Option<&NodeView> {
+        self.nodes.iter().find(|n| n.node == id)
+    }
+
+    pub fn balancer(&self, id: ActorId) -> BalancerView {
+        self.balancers.iter().find(|(a, _)| *a == id).map_or(BalancerView::Absent, |(_, b)| b.clone())
+    }
+}
