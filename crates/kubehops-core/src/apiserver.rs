@@ -662,26 +662,39 @@ pub fn admit_stored_services(services: Vec<Service>, config: &ApiServerConfig) -
 /// The node ports a stored Service holds, with their fields: one per
 /// service port of a type that has them, and the health check node port
 /// where the API server allows one.
-fn held_node_ports(svc: &Service) -> Vec<(String, Protocol, u16)> {
+fn held_node_ports(svc: &Service) -> Vec<(String, u16)> {
     let mut out = Vec::new();
     if svc.spec.type_.has_node_ports() {
         for (i, p) in svc.spec.ports.iter().enumerate() {
             if let Some(np) = p.node_port {
-                out.push((format!("spec.ports[{i}].nodePort"), p.protocol, np));
+                out.push((format!("spec.ports[{i}].nodePort"), np));
             }
         }
     }
     if let Some(hc) = svc.spec.health_check_node_port.filter(|_| needs_health_check(svc)) {
-        out.push(("spec.healthCheckNodePort".to_string(), Protocol::Tcp, hc));
+        out.push((HEALTH_CHECK_FIELD.to_string(), hc));
     }
     out
 }
 
+/// Takes a node port number for every protocol, as the API server's
+/// allocator (which counts numbers only) does, so later allocation skips it.
+fn take_node_port(api: &mut ApiServer, port: u16) {
+    for proto in [Protocol::Tcp, Protocol::Udp, Protocol::Sctp] {
+        api.node_ports.insert((proto, port));
+    }
+}
+
+const HEALTH_CHECK_FIELD: &str = "spec.healthCheckNodePort";
+
 /// Marks every stored cluster IP and node port as taken, and reports the
-/// ones an earlier Service already holds.
+/// ones an earlier Service already holds. The API server's node port
+/// allocator counts port numbers whatever the protocol, so UDP 30053 of one
+/// Service clashes with TCP 30053 of another; one Service may use a number
+/// for both protocols, but not again for its health check.
 fn claim_stored_values(services: &[Service], api: &mut ApiServer) -> Vec<StoredWarning> {
     let mut ip_holders: BTreeMap<Ipv4Addr, ObjectRef> = BTreeMap::new();
-    let mut port_holders: BTreeMap<(Protocol, u16), (ObjectRef, String)> = BTreeMap::new();
+    let mut port_holders: BTreeMap<u16, (ObjectRef, String)> = BTreeMap::new();
     let mut warnings = Vec::new();
     for svc in services {
         let me = svc.object_ref();
@@ -694,8 +707,9 @@ fn claim_stored_values(services: &[Service], api: &mut ApiServer) -> Vec<StoredW
             }
             api.cluster_ips.insert(ip);
         }
-        for (field, proto, port) in held_node_ports(svc) {
-            match port_holders.get(&(proto, port)) {
+        for (field, port) in held_node_ports(svc) {
+            let shared_within = |h: &ObjectRef, hf: &str| *h == me && field != HEALTH_CHECK_FIELD && hf != HEALTH_CHECK_FIELD;
+            match port_holders.get(&port).filter(|(h, hf)| !shared_within(h, hf)) {
                 Some((holder, holder_field)) => warnings.push(StoredWarning::NodePortInUse {
                     service: me.clone(),
                     field,
@@ -704,10 +718,10 @@ fn claim_stored_values(services: &[Service], api: &mut ApiServer) -> Vec<StoredW
                     holder_field: holder_field.clone(),
                 }),
                 None => {
-                    port_holders.insert((proto, port), (me.clone(), field));
+                    port_holders.entry(port).or_insert((me.clone(), field));
                 }
             }
-            api.node_ports.insert((proto, port));
+            take_node_port(api, port);
         }
         if let Some(port) = svc.spec.health_check_node_port.filter(|_| !needs_health_check(svc)) {
             warnings.push(StoredWarning::HealthCheckNodePortNotAllowed { service: me.clone(), port });
@@ -736,7 +750,7 @@ fn allocate_missing(api: &mut ApiServer, mut svc: Service) -> Result<Service, Ap
             let proto = svc.spec.ports[i].protocol;
             let field = format!("spec.ports[{i}].nodePort");
             let np = api.next_node_port(&key, i, proto, &BTreeSet::new()).ok_or_else(|| err(&svc, FieldError::node_port_range_full(field)))?;
-            api.node_ports.insert((proto, np));
+            take_node_port(api, np);
             svc.spec.ports[i].node_port = Some(np);
         }
     }
@@ -744,8 +758,8 @@ fn allocate_missing(api: &mut ApiServer, mut svc: Service) -> Result<Service, Ap
         let index = svc.spec.ports.len();
         let np = api
             .next_node_port(&key, index, Protocol::Tcp, &BTreeSet::new())
-            .ok_or_else(|| err(&svc, FieldError::node_port_range_full("spec.healthCheckNodePort")))?;
-        api.node_ports.insert((Protocol::Tcp, np));
+            .ok_or_else(|| err(&svc, FieldError::node_port_range_full(HEALTH_CHECK_FIELD)))?;
+        take_node_port(api, np);
         svc.spec.health_check_node_port = Some(np);
     }
     Ok(svc)
@@ -1051,6 +1065,30 @@ mod stored_service_tests {
         local.spec.health_check_node_port = Some(31000);
         let e = admit(vec![a, local]).strict().unwrap_err();
         assert_eq!(e.to_string(), "Service \"local\" is invalid: spec.healthCheckNodePort: Invalid value: 31000: provided port is already allocated");
+    }
+
+    #[test]
+    fn node_port_numbers_clash_across_protocols_but_not_within_a_service() {
+        let mut dns = svc("dns", ServiceType::NodePort);
+        dns.spec.ports = vec![
+            ServicePort { name: Some("udp".into()), protocol: Protocol::Udp, port: 53, target_port: 53, node_port: Some(30053) },
+            ServicePort { name: Some("tcp".into()), protocol: Protocol::Tcp, port: 53, target_port: 53, node_port: Some(30053) },
+        ];
+        assert!(admit(vec![dns.clone()]).warnings.is_empty(), "one Service, one number, two protocols");
+        let mut other = svc("other", ServiceType::NodePort);
+        other.spec.ports[0].node_port = Some(30053);
+        let out = admit(vec![dns, other]);
+        assert!(matches!(&out.warnings[..], [StoredWarning::NodePortInUse { service, holder_field, .. }] if service.name == "other" && holder_field == "spec.ports[0].nodePort"));
+        // Allocation skips a number another protocol holds.
+        let config = ApiServerConfig { node_port_range: PortRange { first: 30000, last: 30001 }, ..Default::default() };
+        for held in [30000, 30001] {
+            let mut tcp = svc("tcp", ServiceType::NodePort);
+            tcp.spec.ports[0].node_port = Some(held);
+            let mut udp = svc("udp", ServiceType::NodePort);
+            udp.spec.ports[0].protocol = Protocol::Udp;
+            let out = admit_stored_services(vec![tcp, udp], &config).unwrap();
+            assert_eq!(out.services[1].spec.ports[0].node_port, Some(60001 - held));
+        }
     }
 
     #[test]
