@@ -16,6 +16,7 @@ pub struct Flag {
 
 pub const FILENAME: Flag = Flag { key: "filename", names: &["-f", "--filename"], takes_value: true };
 pub const NODE_PORT_RANGE: Flag = Flag { key: "service-node-port-range", names: &["--service-node-port-range"], takes_value: true };
+pub const STRICT: Flag = Flag { key: "strict", names: &["--strict"], takes_value: false };
 pub const HELP: Flag = Flag { key: "help", names: &["-h", "--help"], takes_value: false };
 pub const NODE: Flag = Flag { key: "node", names: &["--node"], takes_value: true };
 pub const SRC: Flag = Flag { key: "src", names: &["--src"], takes_value: true };

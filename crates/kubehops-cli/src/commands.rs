@@ -16,7 +16,7 @@ use std::io::Read;
 use std::net::Ipv4Addr;
 
 const IPTABLES_USAGE: &str = "\
-Usage: kubehops iptables-save [--node NAME] [--format kube-proxy|kernel] -f FILE...
+Usage: kubehops iptables-save [--node NAME] [--format kube-proxy|kernel] [--strict] -f FILE...
 
 Prints both tables (filter, then nat) of NAME's kube-proxy in iptables-save
 format. Without --node, the node is the hostnameOverride of the
@@ -27,7 +27,7 @@ chains sorted), to diff against a real node.
 ";
 
 const TRACE_USAGE: &str = "\
-Usage: kubehops trace [--node NAME] --src IP --dst IP --dport PORT [--proto tcp|udp|sctp] [--from-node] [-o json] -f FILE...
+Usage: kubehops trace [--node NAME] --src IP --dst IP --dport PORT [--proto tcp|udp|sctp] [--from-node] [-o json] [--strict] -f FILE...
 
 Follows one packet (source port 40000) through NAME's rules: arriving at
 the node, or sent by the node itself with --from-node. Prints the rules
@@ -36,18 +36,26 @@ is masqueraded; -o json prints {\"verdict\", \"targets\", \"masquerade\"}.
 ";
 
 const GET_USAGE: &str = "\
-Usage: kubehops get svc [-n NAMESPACE | -A] [-o wide] [--now RFC3339] -f FILE...
+Usage: kubehops get svc [-n NAMESPACE | -A] [-o wide] [--now RFC3339] [--strict] -f FILE...
 
 Prints kubectl's table of the Services in NAMESPACE (default \"default\")
 or in all namespaces. AGE is measured to --now (default: the clock).
 ";
 
 const DIG_USAGE: &str = "\
-Usage: kubehops dig NAME [A|SRV|CNAME] [-n NAMESPACE] -f FILE...
+Usage: kubehops dig NAME [A|SRV|CNAME] [-n NAMESPACE] [--strict] -f FILE...
 
 Prints CoreDNS's answer for NAME in the cluster domain cluster.local, as a
 Pod in NAMESPACE (default \"default\") resolves it: short names go through
 the Pod's search path.
+";
+
+/// What every command says about -f and --strict.
+const INPUT_HELP: &str = "
+Objects are read as stored: a cluster IP or node port two Services both
+hold, or a healthCheckNodePort the API server would not allow, is a warning
+on stderr. --strict refuses them instead, as the API server refuses them on
+create.
 ";
 
 /// The source port of traced packets.
@@ -61,19 +69,19 @@ pub fn dispatch(argv: &[String], stdin: &mut dyn Read) -> Result<Output, (String
         return Err(usage_err("no command given".into(), SHORT_USAGE));
     };
     let (flags, usage): (&[Flag], &'static str) = match cmd.as_str() {
-        "iptables-save" => (&[args::FILENAME, args::NODE_PORT_RANGE, args::HELP, args::NODE, args::FORMAT], IPTABLES_USAGE),
+        "iptables-save" => (&[args::FILENAME, args::NODE_PORT_RANGE, args::STRICT, args::HELP, args::NODE, args::FORMAT], IPTABLES_USAGE),
         "trace" => (
-            &[args::FILENAME, args::NODE_PORT_RANGE, args::HELP, args::NODE, args::SRC, args::DST, args::DPORT, args::PROTO, args::FROM_NODE, args::OUTPUT],
+            &[args::FILENAME, args::NODE_PORT_RANGE, args::STRICT, args::HELP, args::NODE, args::SRC, args::DST, args::DPORT, args::PROTO, args::FROM_NODE, args::OUTPUT],
             TRACE_USAGE,
         ),
-        "get" => (&[args::FILENAME, args::NODE_PORT_RANGE, args::HELP, args::NAMESPACE, args::ALL_NAMESPACES, args::OUTPUT, args::NOW], GET_USAGE),
-        "dig" => (&[args::FILENAME, args::NODE_PORT_RANGE, args::HELP, args::NAMESPACE], DIG_USAGE),
+        "get" => (&[args::FILENAME, args::NODE_PORT_RANGE, args::STRICT, args::HELP, args::NAMESPACE, args::ALL_NAMESPACES, args::OUTPUT, args::NOW], GET_USAGE),
+        "dig" => (&[args::FILENAME, args::NODE_PORT_RANGE, args::STRICT, args::HELP, args::NAMESPACE], DIG_USAGE),
         "help" | "-h" | "--help" => return Ok(Output { stdout: USAGE.into(), stderr: String::new() }),
         other => return Err(usage_err(format!("unknown command \"{other}\""), SHORT_USAGE)),
     };
     let p = args::parse(rest, flags).map_err(|m| usage_err(m, usage))?;
     if p.switch("help") {
-        return Ok(Output { stdout: usage.into(), stderr: String::new() });
+        return Ok(Output { stdout: format!("{usage}{INPUT_HELP}"), stderr: String::new() });
     }
     let usage_of = |message: String| Error::Usage { message, usage };
     let result = match cmd.as_str() {
@@ -87,9 +95,12 @@ pub fn dispatch(argv: &[String], stdin: &mut dyn Read) -> Result<Output, (String
 
 type Outcome = Result<Output, (String, Error)>;
 
-/// Warnings as printed on stderr.
+/// Warnings as printed on stderr: notes about the input, then stored
+/// values the API server would have refused.
 fn warnings(c: &Cluster) -> String {
-    c.warnings.iter().map(|w| format!("warning: {w}\n")).collect()
+    let notes = c.warnings.iter().map(|w| format!("warning: {w}\n"));
+    let stored = c.stored_warnings.iter().map(|w| format!("{}\n", crate::stored_warning(w)));
+    notes.chain(stored).collect()
 }
 
 /// Reads `-f` inputs into a checked cluster.
@@ -107,7 +118,8 @@ fn load(p: &Parsed, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) ->
     for src in input::read_sources(files, stdin).map_err(|e| (String::new(), e))? {
         docs.extend(input::documents(&src).map_err(|e| (String::new(), e))?);
     }
-    objects::load(&docs, range).map_err(|e| (String::new(), e))
+    let options = objects::LoadOptions { node_port_range: range, strict: p.switch("strict") };
+    objects::load(&docs, options).map_err(|e| (String::new(), e))
 }
 
 /// The node a command is about and the kube-proxy settings for it.
@@ -275,5 +287,6 @@ fn dig(p: &Parsed, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) -> 
             s.push_str(&format!("{r}\n"));
         }
     }
-    Ok(Output { stdout: s, stderr: warnings(&c) })
+    let answer_warnings: String = resp.warnings.iter().map(|w| format!("{}\n", crate::dns_warning(w))).collect();
+    Ok(Output { stdout: s, stderr: warnings(&c) + &answer_warnings })
 }

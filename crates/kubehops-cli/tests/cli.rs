@@ -349,7 +349,7 @@ fn bad_input_is_rejected_in_the_api_servers_words() {
             "The EndpointSlice \"web-abcde\" is invalid: endpoints[0].addresses[0]: Invalid value: \"10.244.1.500\": must be a valid IPv4 address\n",
         ),
         (
-            &["-f", "tests/fixtures/cluster", "-f", "tests/fixtures/bad/port-conflict.yaml"],
+            &["-f", "tests/fixtures/cluster", "-f", "tests/fixtures/bad/port-conflict.yaml", "--strict"],
             "The Service \"other\" is invalid: spec.ports[0].nodePort: Invalid value: 30080: provided port is already allocated\n",
         ),
         (
@@ -489,4 +489,340 @@ fn a_balancer_without_node_ports_gets_none() {
     assert!(rules.stdout.contains("\"default/lb has no endpoints\" -m tcp -p tcp -d 10.96.0.60 --dport 80 -j REJECT"), "lb is in the rules:\n{}", rules.stdout);
     assert!(!rules.stdout.contains("-A KUBE-NODEPORTS -m comment --comment default/lb "), "no node-port rule for lb");
     assert!(!rules.stdout.contains("default/lb has no endpoints\" -m addrtype"), "no node-port reject for lb");
+}
+
+// ------------------------------------------------------- stored objects
+
+const STORED: [&str; 2] = ["-f", "tests/fixtures/stored-conflicts.yaml"];
+const STORED_WARNINGS: &str = "\
+Warning: Service \"b\" has clusterIP 10.96.0.70, already used by Service \"a\"; the API server would have refused one of them
+Warning: Service \"c\" has spec.ports[0].nodePort 30500, already used by Service \"a\" as spec.ports[0].nodePort; the API server would have refused one of them
+Warning: Service \"d\" has spec.healthCheckNodePort 31999, which the API server allows only for type LoadBalancer with externalTrafficPolicy Local; kube-proxy ignores it
+";
+
+fn run(args: &[String]) -> Run {
+    kubehops(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+#[test]
+fn stored_conflicts_are_warnings_and_kube_proxy_writes_rules_for_both() {
+    let r = run(&with(&[&["iptables-save", "--node", "node-1"], &STORED]));
+    assert_eq!((r.code, r.stderr.as_str()), (0, STORED_WARNINGS));
+    // Both Services on 10.96.0.70 and both on node port 30500 get their rules.
+    for svc in ["a", "b"] {
+        assert!(r.stdout.contains(&format!("--comment \"default/{svc} cluster IP\" -m tcp -p tcp -d 10.96.0.70 --dport 80 -j KUBE-SVC-")), "{svc}:\n{}", r.stdout);
+    }
+    for svc in ["a", "c"] {
+        assert!(r.stdout.contains(&format!("-A KUBE-NODEPORTS -m comment --comment default/{svc} -m tcp -p tcp --dport 30500 -j KUBE-EXT-")), "{svc}");
+    }
+    // d's health check port is ignored by kube-proxy (no rule names it).
+    assert!(!r.stdout.contains("31999"));
+    // The first rule wins: a packet to the shared address reaches a's endpoint.
+    let t = run(&with(&[&["trace", "--node", "node-1", "--src", "10.244.1.99", "--dst", "10.96.0.70", "--dport", "80"], &STORED]));
+    assert_eq!(t.code, 0, "{}", t.stderr);
+    assert!(t.stdout.contains("\ntargets: 10.244.1.10:80\n"), "{}", t.stdout);
+    // kubectl lists both Services with the stored address.
+    let g = run(&with(&[&["get", "svc"], &STORED, &NOW]));
+    assert_eq!((g.code, g.stderr.as_str()), (0, STORED_WARNINGS));
+    let rows: Vec<Vec<&str>> = g.stdout.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows[0][..5], ["a", "NodePort", "10.96.0.70", "<none>", "80:30500/TCP"]);
+    assert_eq!(rows[1][..5], ["b", "ClusterIP", "10.96.0.70", "<none>", "80/TCP"]);
+    assert_eq!(rows[2][..5], ["c", "NodePort", "10.96.0.71", "<none>", "8080:30500/TCP"]);
+}
+
+#[test]
+fn strict_refuses_stored_conflicts_in_every_command() {
+    let want = "The Service \"b\" is invalid: spec.clusterIPs: Invalid value: []string{\"10.96.0.70\"}: failed to allocate IP 10.96.0.70: provided IP is already allocated\n";
+    let commands: [&[&str]; 4] = [
+        &["iptables-save", "--node", "node-1"],
+        &["trace", "--node", "node-1", "--src", "10.244.1.99", "--dst", "10.96.0.70", "--dport", "80"],
+        &["get", "svc"],
+        &["dig", "b"],
+    ];
+    for cmd in commands {
+        let r = run(&with(&[cmd, &STORED, &["--strict"]]));
+        assert_eq!((r.code, r.stdout.as_str(), r.stderr.as_str()), (1, "", want), "{cmd:?}");
+    }
+    // With b out of the way, c's node port is the first refusal, then d's health check port.
+    let without_b = std::fs::read_to_string(manifest_dir().join("tests/fixtures/stored-conflicts.yaml")).unwrap().replace("  clusterIP: 10.96.0.70\n  ports:\n    - protocol: TCP\n      port: 80\n---", "  clusterIP: 10.96.0.73\n  ports:\n    - protocol: TCP\n      port: 80\n---");
+    let r = kubehops_with_stdin(&["get", "svc", "--strict", "-f", "-"], &without_b);
+    assert_eq!(r.stderr, "The Service \"c\" is invalid: spec.ports[0].nodePort: Invalid value: 30500: provided port is already allocated\n");
+    let only_d = without_b.replace("nodePort: 30500\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: d", "nodePort: 30501\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: d");
+    let r = kubehops_with_stdin(&["get", "svc", "--strict", "-f", "-"], &only_d);
+    assert_eq!(
+        r.stderr,
+        "The Service \"d\" is invalid: spec.healthCheckNodePort: Invalid value: 31999: may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'\n"
+    );
+    // What a user would be creating stays an error without --strict.
+    let r = run(&with(&[&["get", "svc"], &["-f", "tests/fixtures/bad/nodeport-out-of-range.yaml"]]));
+    assert_eq!(r.code, 1);
+    let r = run(&with(&[&["get", "svc"], &CLUSTER, &["-f", "tests/fixtures/bad/port-conflict.yaml"]]));
+    assert_eq!(r.code, 0);
+    assert_eq!(r.stderr, "Warning: Service \"other\" has spec.ports[0].nodePort 30080, already used by Service \"web\" as spec.ports[0].nodePort; the API server would have refused one of them\n");
+}
+
+// ------------------------------------------- kubectl's TestPrintService
+
+const PRINT_SERVICE: [&str; 4] = ["-f", "tests/fixtures/upstream/kubectl-print-service.yaml", "--service-node-port-range", "9000-32767"];
+
+/// The cells kubectl's TestPrintService expects
+/// (pkg/printers/internalversion/printers_test.go), with the protocol
+/// spelled as stored (`TCP`, where the Go test's objects say `tcp`).
+const PRINT_SERVICE_ROWS: [[&str; 6]; 7] = [
+    ["test1", "ClusterIP", "10.9.8.7", "<none>", "2233/TCP", "<unknown>"],
+    ["test2", "NodePort", "10.9.8.7", "<none>", "8888:9999/TCP", "<unknown>"],
+    ["test3", "LoadBalancer", "10.9.8.7", "<pending>", "8888/TCP", "<unknown>"],
+    ["test4", "LoadBalancer", "10.9.8.7", "80.11.12.10", "8888/TCP", "<unknown>"],
+    ["test5", "LoadBalancer", "10.9.8.7", "3.4.5.6,80.11.12.10", "8888/TCP", "<unknown>"],
+    ["test6", "LoadBalancer", "10.9.8.7", "2.3.4.5,3.4.5.6,80.11.12.10,80.11.12.11", "8888/TCP", "<unknown>"],
+    ["test7", "ExternalName", "<none>", "my.database.example.com", "<none>", "<unknown>"],
+];
+
+#[test]
+fn get_svc_renders_kubectls_print_service_cases() {
+    let r = run(&with(&[&["get", "svc"], &PRINT_SERVICE]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let repeats: String = (2..=6)
+        .map(|i| format!("Warning: Service \"test{i}\" has clusterIP 10.9.8.7, already used by Service \"test1\"; the API server would have refused one of them\n"))
+        .collect();
+    assert_eq!(r.stderr, repeats, "the shared address is taken as stored, with a warning per repeat");
+    let rows: Vec<Vec<&str>> = r.stdout.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows, PRINT_SERVICE_ROWS.map(|r| r.to_vec()));
+    check_golden("get-svc-print-service", &r.stdout);
+
+    // -o wide adds the selector (the Go test's second case); the others have none.
+    let wide = run(&with(&[&["get", "svc", "-o", "wide"], &PRINT_SERVICE]));
+    let rows: Vec<Vec<&str>> = wide.stdout.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows[0], ["test1", "ClusterIP", "10.9.8.7", "<none>", "2233/TCP", "<unknown>", "foo=bar"]);
+    assert!(rows[1..].iter().all(|r| r[6] == "<none>"));
+    check_golden("get-svc-print-service-wide", &wide.stdout);
+
+    let strict = run(&with(&[&["get", "svc", "--strict"], &PRINT_SERVICE]));
+    assert_eq!(strict.code, 1);
+    assert!(strict.stderr.starts_with("The Service \"test2\" is invalid: spec.clusterIPs: "), "{}", strict.stderr);
+}
+
+// ---------------------------------------------- CoreDNS's handler_test.go
+
+const COREDNS: [&str; 2] = ["-f", "tests/fixtures/upstream/coredns-handler.yaml"];
+/// What every run on the CoreDNS fixture says about the input.
+const COREDNS_INPUT_WARNINGS: &str = "\
+warning: skipping EndpointSlice \"testns/hdls1-slice2\" in tests/fixtures/upstream/coredns-handler.yaml: addressType IPv6 is not modelled (IPv4 only)
+Warning: Service \"testns/svcempty\" has clusterIP 10.0.0.1, already used by Service \"testns/svc1\"; the API server would have refused one of them
+";
+
+/// The status, answer and additional sections of `kubehops dig`'s output,
+/// each record sorted as CoreDNS's test sorts them before comparing.
+fn dig_sections(out: &str) -> (String, Vec<String>, Vec<String>) {
+    let status = out.split("status: ").nth(1).unwrap_or("").lines().next().unwrap_or("").to_string();
+    let section = |title: &str| -> Vec<String> {
+        let mut v: Vec<String> = out.split(&format!("\n;; {title} SECTION:\n")).nth(1).unwrap_or("").split("\n\n").next().unwrap_or("").lines().map(String::from).collect();
+        v.sort();
+        v
+    };
+    (status, section("ANSWER"), section("ADDITIONAL"))
+}
+
+/// One A, SRV or CNAME case of CoreDNS's handler tests: the question, and
+/// upstream's rcode, answer and extra records with the TTL kubeadm's
+/// Corefile sets (30; the tests run with the plugin's default of 5).
+struct DnsCase {
+    name: &'static str,
+    qtype: &'static str,
+    rcode: &'static str,
+    answer: &'static [&'static str],
+    extra: &'static [&'static str],
+}
+
+const fn case(name: &'static str, qtype: &'static str, rcode: &'static str, answer: &'static [&'static str], extra: &'static [&'static str]) -> DnsCase {
+    DnsCase { name, qtype, rcode, answer, extra }
+}
+
+/// The cases whose answers kubehops gives exactly as upstream expects.
+const COREDNS_CASES: &[DnsCase] = &[
+    // commonDnsTestCases
+    case("svc1.testns.svc.cluster.local.", "A", "NOERROR", &["svc1.testns.svc.cluster.local. 30 IN A 10.0.0.1"], &[]),
+    case("svcempty.testns.svc.cluster.local.", "A", "NOERROR", &["svcempty.testns.svc.cluster.local. 30 IN A 10.0.0.1"], &[]),
+    case(
+        "svc1.testns.svc.cluster.local.",
+        "SRV",
+        "NOERROR",
+        &["svc1.testns.svc.cluster.local. 30 IN SRV 0 100 80 svc1.testns.svc.cluster.local."],
+        &["svc1.testns.svc.cluster.local. 30 IN A 10.0.0.1"],
+    ),
+    case(
+        "svcempty.testns.svc.cluster.local.",
+        "SRV",
+        "NOERROR",
+        &["svcempty.testns.svc.cluster.local. 30 IN SRV 0 100 80 svcempty.testns.svc.cluster.local."],
+        &["svcempty.testns.svc.cluster.local. 30 IN A 10.0.0.1"],
+    ),
+    case(
+        "_http._tcp.svc1.testns.svc.cluster.local.",
+        "SRV",
+        "NOERROR",
+        &["_http._tcp.svc1.testns.svc.cluster.local. 30 IN SRV 0 100 80 svc1.testns.svc.cluster.local."],
+        &["svc1.testns.svc.cluster.local. 30 IN A 10.0.0.1"],
+    ),
+    case(
+        "_http._tcp.svcempty.testns.svc.cluster.local.",
+        "SRV",
+        "NOERROR",
+        &["_http._tcp.svcempty.testns.svc.cluster.local. 30 IN SRV 0 100 80 svcempty.testns.svc.cluster.local."],
+        &["svcempty.testns.svc.cluster.local. 30 IN A 10.0.0.1"],
+    ),
+    case(
+        "hdls1.testns.svc.cluster.local.",
+        "A",
+        "NOERROR",
+        &[
+            "hdls1.testns.svc.cluster.local. 30 IN A 172.0.0.2",
+            "hdls1.testns.svc.cluster.local. 30 IN A 172.0.0.3",
+            "hdls1.testns.svc.cluster.local. 30 IN A 172.0.0.4",
+            "hdls1.testns.svc.cluster.local. 30 IN A 172.0.0.5",
+        ],
+        &[],
+    ),
+    case("hdlsprtls.testns.svc.cluster.local.", "A", "NOERROR", &["hdlsprtls.testns.svc.cluster.local. 30 IN A 172.0.0.20"], &[]),
+    case("svc0.testns.svc.cluster.local.", "A", "NXDOMAIN", &[], &[]),
+    case("svc0.svc-nons.svc.cluster.local.", "A", "NXDOMAIN", &[], &[]),
+    case("bogusendpoint.hdls1.testns.svc.cluster.local.", "A", "NXDOMAIN", &[], &[]),
+    case("bogusendpoint.svc0.testns.svc.cluster.local.", "A", "NXDOMAIN", &[], &[]),
+    case("svc.cluster.local.", "A", "NOERROR", &[], &[]),
+    case("pod.cluster.local.", "A", "NOERROR", &[], &[]),
+    case("testns.svc.cluster.local.", "A", "NOERROR", &[], &[]),
+    case("svc-dual-stack.testns.svc.cluster.local.", "A", "NOERROR", &["svc-dual-stack.testns.svc.cluster.local. 30 IN A 10.0.0.3"], &[]),
+    case("endpoint.external.testns.svc.cluster.local.", "CNAME", "NXDOMAIN", &[], &[]),
+    case("subdomain.subdomain.external.testns.svc.cluster.local.", "CNAME", "NXDOMAIN", &[], &[]),
+    // dnsTestCases
+    case("172-0-0-20.hdlsprtls.testns.svc.cluster.local.", "A", "NOERROR", &["172-0-0-20.hdlsprtls.testns.svc.cluster.local. 30 IN A 172.0.0.20"], &[]),
+    case("172-0-0-2.hdls1.testns.svc.cluster.local.", "A", "NOERROR", &["172-0-0-2.hdls1.testns.svc.cluster.local. 30 IN A 172.0.0.2"], &[]),
+    case("172-0-0-3.hdls1.testns.svc.cluster.local.", "A", "NOERROR", &["172-0-0-3.hdls1.testns.svc.cluster.local. 30 IN A 172.0.0.3"], &[]),
+    case(
+        "dup-name.hdls1.testns.svc.cluster.local.",
+        "A",
+        "NOERROR",
+        &["dup-name.hdls1.testns.svc.cluster.local. 30 IN A 172.0.0.4", "dup-name.hdls1.testns.svc.cluster.local. 30 IN A 172.0.0.5"],
+        &[],
+    ),
+    case("external.testns.svc.cluster.local.", "CNAME", "NOERROR", &["external.testns.svc.cluster.local. 30 IN CNAME ext.interwebs.test."], &[]),
+    // Upstream writes this name without the dot; its test makes every question fully qualified.
+    case(
+        "external-to-service.testns.svc.cluster.local.",
+        "A",
+        "NOERROR",
+        &["external-to-service.testns.svc.cluster.local. 30 IN CNAME svc1.testns.svc.cluster.local.", "svc1.testns.svc.cluster.local. 30 IN A 10.0.0.1"],
+        &[],
+    ),
+    // handler_case_test.go (dnsPreserveCaseCases)
+    case("not-a-service.testns.svc.ClUsTeR.lOcAl.", "A", "NXDOMAIN", &[], &[]),
+    case("SvC1.TeStNs.SvC.cLuStEr.LoCaL.", "A", "NOERROR", &["SvC1.TeStNs.SvC.cLuStEr.LoCaL. 30 IN A 10.0.0.1"], &[]),
+    case(
+        "_HtTp._TcP.sVc1.TeStNs.SvC.cLuStEr.LoCaL.",
+        "SRV",
+        "NOERROR",
+        &["_HtTp._TcP.sVc1.TeStNs.SvC.cLuStEr.LoCaL. 30 IN SRV 0 100 80 svc1.testns.svc.cLuStEr.LoCaL."],
+        &["svc1.testns.svc.cLuStEr.LoCaL. 30 IN A 10.0.0.1"],
+    ),
+    // kubernetes_test.go (TestServices): an endpoint named by its hostname.
+    case("ep1a.svc1.testns.svc.cluster.local.", "A", "NOERROR", &["ep1a.svc1.testns.svc.cluster.local. 30 IN A 172.0.0.1"], &[]),
+    // Names the issue adds: the dashed form of an endpoint with a hostname,
+    // and more labels in front of an ExternalName Service.
+    case("172-0-0-4.hdls1.testns.svc.cluster.local.", "A", "NXDOMAIN", &[], &[]),
+    case("172-0-0-1.svc1.testns.svc.cluster.local.", "A", "NXDOMAIN", &[], &[]),
+    case("a.b.external.testns.svc.cluster.local.", "A", "NXDOMAIN", &[], &[]),
+    case("_http._tcp.external.testns.svc.cluster.local.", "SRV", "NXDOMAIN", &[], &[]),
+    case("hdlsprtls.testns.svc.cluster.local.", "SRV", "NOERROR", &[], &[]),
+];
+
+fn dig_coredns(name: &str, qtype: &str) -> Run {
+    run(&with(&[&["dig", name, qtype], &COREDNS]))
+}
+
+#[test]
+fn dig_gives_coredns_handler_test_answers() {
+    let mut golden = String::new();
+    for c in COREDNS_CASES {
+        let r = dig_coredns(c.name, c.qtype);
+        assert_eq!((r.code, r.stderr.as_str()), (0, COREDNS_INPUT_WARNINGS), "{} {}", c.name, c.qtype);
+        let (status, answer, additional) = dig_sections(&r.stdout);
+        let sorted = |v: &[&str]| -> Vec<String> {
+            let mut v: Vec<String> = v.iter().map(|s| s.to_string()).collect();
+            v.sort();
+            v
+        };
+        assert_eq!((status.as_str(), answer, additional), (c.rcode, sorted(c.answer), sorted(c.extra)), "{} {}", c.name, c.qtype);
+        golden.push_str(&format!("$ kubehops dig {} {}\n{}\n", c.name, c.qtype, r.stdout));
+    }
+    check_golden("dig-coredns-handler-test", &golden);
+}
+
+/// Where kubehops leaves out what upstream's answer needs, it says so.
+#[test]
+fn dig_warns_where_coredns_counts_ipv6_addresses() {
+    // Upstream: "0 50 80 svc-dual-stack…" with an A and an AAAA record, the
+    // weight shared with the IPv6 cluster IP.
+    let r = dig_coredns("svc-dual-stack.testns.svc.cluster.local.", "SRV");
+    let (status, answer, additional) = dig_sections(&r.stdout);
+    assert_eq!((status.as_str(), r.code), ("NOERROR", 0));
+    assert_eq!(answer, ["svc-dual-stack.testns.svc.cluster.local. 30 IN SRV 0 100 80 svc-dual-stack.testns.svc.cluster.local."]);
+    assert_eq!(additional, ["svc-dual-stack.testns.svc.cluster.local. 30 IN A 10.0.0.3"]);
+    let dual = "Warning: Service \"testns/svc-dual-stack\" is dual-stack and kubehops models its IPv4 half only; CoreDNS also gives its IPv6 addresses a share of the SRV weight (and AAAA records), so its weights are smaller than these\n";
+    assert_eq!(r.stderr, format!("{COREDNS_INPUT_WARNINGS}{dual}"));
+    // Upstream: five records of weight 16 (two of them for the IPv6
+    // endpoints); here the IPv4 three, each a quarter of four addresses.
+    let r = dig_coredns("_http._tcp.hdls1.testns.svc.cluster.local.", "SRV");
+    let (_, answer, additional) = dig_sections(&r.stdout);
+    assert_eq!(
+        answer,
+        [
+            "_http._tcp.hdls1.testns.svc.cluster.local. 30 IN SRV 0 25 80 172-0-0-2.hdls1.testns.svc.cluster.local.",
+            "_http._tcp.hdls1.testns.svc.cluster.local. 30 IN SRV 0 25 80 172-0-0-3.hdls1.testns.svc.cluster.local.",
+            "_http._tcp.hdls1.testns.svc.cluster.local. 30 IN SRV 0 25 80 dup-name.hdls1.testns.svc.cluster.local.",
+        ]
+    );
+    assert_eq!(additional.len(), 4, "both dup-name addresses are listed");
+    assert!(r.stderr.ends_with("Warning: Service \"testns/hdls1\" is dual-stack and kubehops models its IPv4 half only; CoreDNS also gives its IPv6 addresses a share of the SRV weight (and AAAA records), so its weights are smaller than these\n"), "{}", r.stderr);
+    // A single-stack Service's SRV answer has no such warning.
+    assert_eq!(dig_coredns("svc1.testns.svc.cluster.local.", "SRV").stderr, COREDNS_INPUT_WARNINGS);
+}
+
+/// A StatefulSet's Pods name their own records under the headless Service
+/// their subdomain names, and the SRV targets use those names.
+#[test]
+fn dig_statefulset_pods_by_hostname() {
+    let objects = "apiVersion: v1
+kind: Service
+metadata: {name: db}
+spec: {clusterIP: None, selector: {app: db}, ports: [{name: pg, port: 5432}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db-0, labels: {app: db}}
+spec: {hostname: db-0, subdomain: db, containers: [{ports: [{containerPort: 5432}]}]}
+status: {podIP: 10.244.1.7, conditions: [{type: Ready, status: 'True'}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db-1, labels: {app: db}}
+spec: {hostname: db-1, subdomain: db, containers: [{ports: [{containerPort: 5432}]}]}
+status: {podIP: 10.244.2.8, conditions: [{type: Ready, status: 'True'}]}
+";
+    let dig = |args: &[&str]| {
+        let r = kubehops_with_stdin(&[&["dig"], args, &["-f", "-"]].concat(), objects);
+        assert_eq!((r.code, r.stderr.as_str()), (0, ""), "{args:?}");
+        dig_sections(&r.stdout)
+    };
+    let (status, answer, _) = dig(&["db-0.db"]);
+    assert_eq!((status.as_str(), answer), ("NOERROR", vec!["db-0.db.default.svc.cluster.local. 30 IN A 10.244.1.7".to_string()]));
+    assert_eq!(dig(&["10-244-1-7.db"]).0, "NXDOMAIN", "the dashed name is not the endpoint's name any more");
+    let (_, answer, additional) = dig(&["_pg._tcp.db", "SRV"]);
+    assert_eq!(
+        answer,
+        [
+            "_pg._tcp.db.default.svc.cluster.local. 30 IN SRV 0 50 5432 db-0.db.default.svc.cluster.local.",
+            "_pg._tcp.db.default.svc.cluster.local. 30 IN SRV 0 50 5432 db-1.db.default.svc.cluster.local.",
+        ]
+    );
+    assert_eq!(additional, ["db-0.db.default.svc.cluster.local. 30 IN A 10.244.1.7", "db-1.db.default.svc.cluster.local. 30 IN A 10.244.2.8"]);
 }

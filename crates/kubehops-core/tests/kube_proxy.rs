@@ -44,7 +44,7 @@ fn slice(ns: &str, name: &str, eps: &[([u8; 4], &str, bool, bool, bool)]) -> End
         service_name: name.into(),
         endpoints: eps
             .iter()
-            .map(|(a, n, r, s, t)| Endpoint { ip: (*a).into(), node_name: n.to_string(), ready: *r, serving: *s, terminating: *t, target_ref: String::new() })
+            .map(|(a, n, r, s, t)| Endpoint { ip: (*a).into(), node_name: n.to_string(), ready: *r, serving: *s, terminating: *t, target_ref: String::new(), hostname: None })
             .collect(),
         ports: vec![EndpointPort { name: Some("p80".into()), protocol: Protocol::Tcp, port: 80 }],
     }
