@@ -92,8 +92,8 @@ pub struct Output {
 macro_rules! synopses {
     () => {
         "Usage:
-  kubehops iptables-save [--node NAME] [--format kube-proxy|kernel] -f FILE...
-  kubehops trace [--node NAME] --src IP --dst IP --dport PORT [--proto tcp|udp|sctp] [--from-node] [-o json] -f FILE...
+  kubehops iptables-save [--node NAME] [--format kube-proxy|restore|kernel] [--iptables-features FEATURES] [--previous FILE... [--full-sync]] -f FILE...
+  kubehops trace [--node NAME] --src IP --dst IP --dport PORT [--proto tcp|udp|sctp] [--from-node] [--iptables-features FEATURES] [-o json] -f FILE...
   kubehops get svc [-n NAMESPACE | -A] [-o wide] [--now RFC3339] -f FILE...
   kubehops dig NAME [A|SRV|CNAME] [-n NAMESPACE] -f FILE...
 "
@@ -110,6 +110,9 @@ KubeProxyConfiguration. Other kinds are skipped with a warning.
 
   --service-node-port-range FIRST-LAST   the API server's node port range
                                           (default 30000-32767)
+  --iptables-features FEATURES           what the node can do (iptables-save
+                                          and trace; see kubehops
+                                          iptables-save --help)
   -h, --help                             show this help
 "
 );
