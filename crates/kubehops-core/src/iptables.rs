@@ -502,6 +502,30 @@ mod tests {
     }
 
     #[test]
+    fn probabilities_and_strings_as_the_kernel_gives_them_back() {
+        // Read back from iptables-save (legacy and nft, iptables 1.8.9)
+        // after loading kube-proxy's ten-decimal values.
+        let back = |n: f64| format!("{:.11}", kernel_probability(1.0 / n));
+        assert_eq!(back(2.0), "0.50000000000");
+        assert_eq!(back(3.0), "0.33333333349");
+        assert_eq!(back(5.0), "0.20000000019");
+        assert_eq!(back(6.0), "0.16666666651");
+        // Rounded, not truncated: 0x80000000/3 = 715827882.67 is kept as 715827883.
+        assert_eq!(kernel_probability(1.0 / 3.0) * 2_147_483_648.0, 715_827_883.0);
+        let r = |c: &str| Rule::new(vec![Match::Comment(c.into())], Target::Drop).render_kernel("C");
+        assert_eq!(r("a"), "-A C -m comment --comment a -j DROP");
+        assert_eq!(r("a_b-9"), "-A C -m comment --comment a_b-9 -j DROP");
+        assert_eq!(r("ns1/svc1:p80"), "-A C -m comment --comment \"ns1/svc1:p80\" -j DROP");
+        assert_eq!(r("a b"), "-A C -m comment --comment \"a b\" -j DROP");
+        assert_eq!(r("x\"y"), "-A C -m comment --comment \"x\\\"y\" -j DROP");
+        assert_eq!(r("a'b"), "-A C -m comment --comment \"a\\'b\" -j DROP");
+        assert_eq!(r(""), "-A C -m comment --comment \"\" -j DROP");
+        let counted = Rule::new(vec![Match::Nfacct("ct_state_invalid_dropped_pkts".into())], Target::Drop);
+        assert_eq!(counted.render("C"), "-A C -m nfacct --nfacct-name ct_state_invalid_dropped_pkts -j DROP");
+        assert_eq!(counted.render_kernel("C"), "-A C -m nfacct --nfacct-name  ct_state_invalid_dropped_pkts -j DROP");
+    }
+
+    #[test]
     fn well_known_cluster_chain_names() {
         // CoreDNS's Service in every kubeadm cluster.
         assert_eq!(crate::kubeproxy::service_chain("kube-system/kube-dns:dns", "udp"), "KUBE-SVC-TCOU7JCQXEZGVUNU");

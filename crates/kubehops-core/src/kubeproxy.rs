@@ -767,6 +767,40 @@ fn sync_port(
 mod tests {
     use super::*;
 
+    fn service(name: &str, ip: [u8; 4]) -> Service {
+        use crate::api::ServiceSpec;
+        let port = ServicePort { name: Some("p80".into()), protocol: crate::net::Protocol::Tcp, port: 80, target_port: 80, node_port: None };
+        let spec = ServiceSpec { ports: vec![port], cluster_ip: Some(ip.into()), ..Default::default() };
+        Service { name: name.into(), namespace: "ns".into(), spec, status: Default::default(), created: None }
+    }
+
+    fn slice(name: &str, ip: [u8; 4], ready: bool) -> EndpointSlice {
+        use crate::api::{Endpoint, EndpointPort};
+        let e = Endpoint { ip: ip.into(), node_name: "n".into(), ready, serving: ready, terminating: false, target_ref: String::new() };
+        let p = EndpointPort { name: Some("p80".into()), protocol: crate::net::Protocol::Tcp, port: 80 };
+        EndpointSlice { name: format!("{name}-1"), namespace: "ns".into(), service_name: name.into(), endpoints: vec![e], ports: vec![p] }
+    }
+
+    #[test]
+    fn changed_services_are_those_kube_proxy_would_see_change() {
+        let a = service("a", [10, 96, 0, 1]);
+        let b = service("b", [10, 96, 0, 2]);
+        let before = (vec![a.clone(), b.clone()], vec![slice("a", [10, 0, 0, 1], true), slice("b", [10, 0, 0, 2], true)]);
+        let changed = |svcs: &[Service], slices: &[EndpointSlice]| -> Vec<String> {
+            changed_services((&before.0, &before.1), (svcs, slices), "n").iter().map(|r| r.to_string()).collect()
+        };
+        // Labels kube-proxy does not read, and the creation time, change nothing.
+        let mut a2 = a.clone();
+        a2.spec.selector.insert("app".into(), "x".into());
+        a2.created = Some(5);
+        assert!(changed(&[a2, b.clone()], &before.1).is_empty());
+        // An endpoint turning unready changes its Service only.
+        assert_eq!(changed(&before.0, &[slice("a", [10, 0, 0, 1], true), slice("b", [10, 0, 0, 2], false)]), ["ns/b"]);
+        // A deleted Service and a new one both count.
+        let c = service("c", [10, 96, 0, 3]);
+        assert_eq!(changed(&[a, c], &before.1), ["ns/b", "ns/c"]);
+    }
+
     #[test]
     fn chain_names_match_kube_proxy() {
         // Known names from kube-proxy's own iptables proxier tests.

@@ -117,6 +117,20 @@ fn cluster_ip_with_two_endpoints() {
 }
 
 #[test]
+fn cluster_ip_with_six_endpoints() {
+    // Probabilities 1/6 … 1/2: the kernel keeps each as a 31-bit fraction,
+    // which kernel/six-endpoints.txt shows.
+    let eps: Vec<([u8; 4], &str, bool, bool, bool)> = (1..=6).map(|i| ready([10, 180, 0, i], "other")).collect();
+    run(&Case {
+        name: "six-endpoints",
+        services: vec![svc("ns1", "svc1", ServiceType::ClusterIP, [172, 30, 0, 41], 80, None)],
+        slices: vec![slice("ns1", "svc1", &eps)],
+        cfg: cfg(),
+        packets: vec![("pod to cluster IP reaches all six", POD, sa([172, 30, 0, 41], 80), false, TraceVerdict::Dnat)],
+    });
+}
+
+#[test]
 fn node_port_with_cluster_policy() {
     run(&Case {
         name: "node-port",

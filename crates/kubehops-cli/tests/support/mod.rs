@@ -2,6 +2,9 @@
 //! `TestSyncProxyRulesRepeated` as a sequence of object sets, and
 //! iptables-restore text read back as data.
 
+// Each test binary uses its own part of this module.
+#![allow(dead_code)]
+
 use std::collections::{BTreeMap, BTreeSet};
 
 pub const UPSTREAM_NODE: &str = "tests/fixtures/upstream/test-node.yaml";
