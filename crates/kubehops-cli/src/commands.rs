@@ -37,11 +37,12 @@ KubeProxyConfiguration given.
                        mangle, filter and nat tables
   --iptables-features FEATURES
                        what the node can do: a profile, or a comma-separated
-                       list of features (\"\" for none)
+                       list of features (\"\" for none). Profiles:
                          modern              random-fully,nfacct (default)
                          upstream-test-fake  nfacct: the node kube-proxy's
                                              own unit tests fake
                          none                no optional feature
+                       Features:
                          random-fully    MASQUERADE --random-fully
                          nfacct          kube-proxy could create its nfacct
                                          counters: the INVALID drop and the
