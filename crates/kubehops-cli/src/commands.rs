@@ -8,7 +8,7 @@ use kubehops_core::api::Node;
 use kubehops_core::apiserver::PortRange;
 use kubehops_core::dns::{ClusterDns, DnsConfig, QType, NDOTS};
 use kubehops_core::kubectl::{get_svc, Namespaces};
-use kubehops_core::kubeproxy::{changed_services, restore_payload, sync_node, KubeProxyConfig, NodeFeatures, SyncMode};
+use kubehops_core::kubeproxy::{changed_services, restore_payload, sync_node, KubeProxyConfig, NodeFeatures, NodeRules, SyncMode};
 use kubehops_core::net::{Packet, Protocol, SockAddr};
 use kubehops_core::trace::{trace, TraceVerdict};
 use serde::Serialize;
@@ -252,19 +252,20 @@ fn iptables_save(p: &Parsed, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> 
         Format::Restore if previous.is_empty() => (restore_payload(&rules, SyncMode::First), String::new()),
         Format::Restore => {
             let before = load_files(p, previous, stdin, usage_of).map_err(|(w, e)| (warnings(&c) + &w, e))?;
-            let held = sync_node(node, &before.services, &before.slices, &cfg);
-            let mode_changed;
-            let mode = if p.switch("full-sync") {
-                SyncMode::Full { previous: &held }
-            } else {
-                mode_changed = changed_services((&before.services, &before.slices), (&c.services, &c.slices), &node.name);
-                SyncMode::Partial { previous: &held, changed: &mode_changed }
-            };
-            (restore_payload(&rules, mode), warnings(&before))
+            (later_sync(&before, &c, node, &cfg, &rules, p.switch("full-sync")), warnings(&before))
         }
     };
     let stdout: String = lines.iter().map(|l| format!("{l}\n")).collect();
     Ok(Output { stdout, stderr: warnings(&c) + &extra_warnings })
+}
+
+/// The restore payload of a sync after the node applied `before`'s: the
+/// node holds the rules of `before`, and kube-proxy now sees `now`.
+fn later_sync(before: &Cluster, now: &Cluster, node: &Node, cfg: &KubeProxyConfig, rules: &NodeRules, full: bool) -> Vec<String> {
+    let held = sync_node(node, &before.services, &before.slices, cfg);
+    let changed = changed_services((&before.services, &before.slices), (&now.services, &now.slices), &node.name);
+    let mode = if full { SyncMode::Full { previous: &held } } else { SyncMode::Partial { previous: &held, changed: &changed } };
+    restore_payload(rules, mode)
 }
 
 /// The `-o json` form of a trace.

@@ -24,6 +24,7 @@
 
 mod support;
 
+use kubehops_core::kubeproxy::{CANARY_CHAIN, CT_STATE_INVALID_COUNTER, LOCALHOST_NODE_PORT_COUNTER};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -33,7 +34,7 @@ use support::{repeated_restore_args, step_files, REPEATED, UPSTREAM_NODE, UPSTRE
 const NAME: &str = "kernel_round_trip";
 const BACKENDS: [&str; 2] = ["legacy", "nft"];
 /// What kube-proxy creates before its first sync (with the nfacct feature).
-const COUNTERS: [&str; 2] = ["ct_state_invalid_dropped_pkts", "localhost_nps_accepted_pkts"];
+const COUNTERS: [&str; 2] = [CT_STATE_INVALID_COUNTER, LOCALHOST_NODE_PORT_COUNTER];
 const CANARY_TABLES: [&str; 3] = ["mangle", "filter", "nat"];
 
 /// One sync: the texts given to `iptables-restore --noflush`, in order,
@@ -254,7 +255,7 @@ fn round_trip(backend: &str, flow: &Flow, scratch: &Path) -> Result<(), String> 
         script.push_str(&format!("nfacct add {c} >/dev/null\n"));
     }
     for t in CANARY_TABLES {
-        script.push_str(&format!("iptables-{backend} -w -t {t} -N KUBE-PROXY-CANARY\n"));
+        script.push_str(&format!("iptables-{backend} -w -t {t} -N {CANARY_CHAIN}\n"));
     }
     for (i, sync) in flow.syncs.iter().enumerate() {
         for (j, p) in sync.payloads.iter().enumerate() {
