@@ -134,8 +134,8 @@ pub struct Output {
 macro_rules! synopses {
     () => {
         "Usage:
-  kubehops iptables-save [--node NAME] [--format kube-proxy|kernel] [--strict] -f FILE...
-  kubehops trace [--node NAME] --src IP --dst IP --dport PORT [--proto tcp|udp|sctp] [--from-node] [-o json] [--strict] -f FILE...
+  kubehops iptables-save [--node NAME] [--format kube-proxy|restore|kernel] [--iptables-features FEATURES] [--previous FILE... [--full-sync]] [--strict] -f FILE...
+  kubehops trace [--node NAME] --src IP --dst IP --dport PORT [--proto tcp|udp|sctp] [--from-node] [--iptables-features FEATURES] [-o json] [--strict] -f FILE...
   kubehops get svc [-n NAMESPACE | -A] [-o wide] [--now RFC3339] [--strict] -f FILE...
   kubehops dig NAME [A|SRV|CNAME] [-n NAMESPACE] [--strict] -f FILE...
 "
@@ -159,6 +159,9 @@ it. Fields that are missing, malformed or out of range are errors.
                                           (default 30000-32767)
   --strict                               refuse those stored values as the
                                           API server refuses them on create
+  --iptables-features FEATURES           what the node can do (iptables-save
+                                          and trace; see kubehops
+                                          iptables-save --help)
   -h, --help                             show this help
 "
 );

@@ -937,6 +937,8 @@ fn kube_proxy_config(v: &Value, name: &str) -> Result<KubeProxyConfig, Error> {
     let top = r.bool(v.get("masqueradeAll"), "masqueradeAll");
     cfg.masquerade_all = masq.or(top).unwrap_or(false);
     cfg.localhost_node_ports = r.bool(ipt.and_then(|i| i.get("localhostNodePorts")), "iptables.localhostNodePorts").unwrap_or(true);
+    let conntrack = r.obj(v.get("conntrack"), "conntrack");
+    cfg.tcp_be_liberal = r.bool(conntrack.and_then(|c| c.get("tcpBeLiberal")), "conntrack.tcpBeLiberal").unwrap_or(false);
     r.finish("KubeProxyConfiguration", name)?;
     Ok(cfg)
 }
@@ -1186,13 +1188,16 @@ kind: KubeProxyConfiguration
 clusterCIDR: 'fd00:10::/56, 10.244.0.0/16'
 hostnameOverride: node-2
 iptables: {masqueradeAll: true, localhostNodePorts: false}
+conntrack: {tcpBeLiberal: true}
 ",
         )
         .unwrap();
         let cfg = c.proxy.unwrap();
         assert_eq!(cfg.cluster_cidr, Some("10.244.0.0/16".parse().unwrap()));
         assert_eq!(cfg.hostname_override.as_deref(), Some("node-2"));
-        assert!(cfg.masquerade_all && !cfg.localhost_node_ports);
+        assert!(cfg.masquerade_all && !cfg.localhost_node_ports && cfg.tcp_be_liberal);
+        let e = load_yaml("apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nconntrack: {tcpBeLiberal: yes please}\n").unwrap_err();
+        assert!(e.to_string().contains("conntrack.tcpBeLiberal"), "{e}");
         let e = load_yaml("apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nclusterCIDR: nonsense\n").unwrap_err();
         assert_eq!(e.to_string(), "The KubeProxyConfiguration is invalid: clusterCIDR: Invalid value: \"nonsense\": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)");
         let two = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n---\napiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmetadata: {name: again}\n";
