@@ -16,6 +16,7 @@ pub struct Flag {
 
 pub const FILENAME: Flag = Flag { key: "filename", names: &["-f", "--filename"], takes_value: true };
 pub const NODE_PORT_RANGE: Flag = Flag { key: "service-node-port-range", names: &["--service-node-port-range"], takes_value: true };
+pub const STRICT: Flag = Flag { key: "strict", names: &["--strict"], takes_value: false };
 pub const HELP: Flag = Flag { key: "help", names: &["-h", "--help"], takes_value: false };
 pub const NODE: Flag = Flag { key: "node", names: &["--node"], takes_value: true };
 pub const SRC: Flag = Flag { key: "src", names: &["--src"], takes_value: true };
@@ -28,6 +29,9 @@ pub const NAMESPACE: Flag = Flag { key: "namespace", names: &["-n", "--namespace
 pub const ALL_NAMESPACES: Flag = Flag { key: "all-namespaces", names: &["-A", "--all-namespaces"], takes_value: false };
 pub const NOW: Flag = Flag { key: "now", names: &["--now"], takes_value: true };
 pub const FORMAT: Flag = Flag { key: "format", names: &["--format"], takes_value: true };
+pub const IPTABLES_FEATURES: Flag = Flag { key: "iptables-features", names: &["--iptables-features"], takes_value: true };
+pub const PREVIOUS: Flag = Flag { key: "previous", names: &["--previous"], takes_value: true };
+pub const FULL_SYNC: Flag = Flag { key: "full-sync", names: &["--full-sync"], takes_value: false };
 
 /// Parsed arguments of one command.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

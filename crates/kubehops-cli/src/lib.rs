@@ -11,7 +11,9 @@ pub mod input;
 pub mod objects;
 pub mod rfc3339;
 
-use kubehops_core::api::server::{ApiError, FieldError, FieldErrorKind};
+use kubehops_core::api::ObjectRef;
+use kubehops_core::api::server::{ApiError, FieldError, FieldErrorKind, StoredWarning};
+use kubehops_core::dns::DnsWarning;
 use std::fmt;
 use std::io::{Read, Write};
 
@@ -81,6 +83,46 @@ pub fn cause(e: &FieldError) -> String {
     s
 }
 
+/// An object as a warning names it: `"web"` in namespace default, else
+/// `"prod/web"`.
+fn object(r: &ObjectRef) -> String {
+    if r.namespace == "default" {
+        format!("\"{}\"", r.name)
+    } else {
+        format!("\"{}/{}\"", r.namespace, r.name)
+    }
+}
+
+/// A stored value the API server would have refused, as kubectl prints the
+/// API server's warnings (`Warning: …`, without a final newline).
+pub fn stored_warning(w: &StoredWarning) -> String {
+    const REFUSED: &str = "the API server would have refused one of them";
+    match w {
+        StoredWarning::ClusterIpInUse { service, ip, holder } => {
+            format!("Warning: Service {} has clusterIP {ip}, already used by Service {}; {REFUSED}", object(service), object(holder))
+        }
+        StoredWarning::NodePortInUse { service, field, port, holder, holder_field } => format!(
+            "Warning: Service {} has {field} {port}, already used by Service {} as {holder_field}; {REFUSED}",
+            object(service),
+            object(holder)
+        ),
+        StoredWarning::HealthCheckNodePortNotAllowed { service, port } => format!(
+            "Warning: Service {} has spec.healthCheckNodePort {port}, which the API server allows only for type LoadBalancer with externalTrafficPolicy Local; kube-proxy ignores it",
+            object(service)
+        ),
+    }
+}
+
+/// Where a DNS answer may differ from CoreDNS's (`Warning: …`).
+pub fn dns_warning(w: &DnsWarning) -> String {
+    match w {
+        DnsWarning::DualStackSrv { service } => format!(
+            "Warning: Service {} is dual-stack and kubehops models its IPv4 half only; CoreDNS also gives its IPv6 addresses a share of the SRV weight (and AAAA records), so its weights are smaller than these",
+            object(service)
+        ),
+    }
+}
+
 /// What a successful command writes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Output {
@@ -92,10 +134,10 @@ pub struct Output {
 macro_rules! synopses {
     () => {
         "Usage:
-  kubehops iptables-save [--node NAME] [--format kube-proxy|kernel] -f FILE...
-  kubehops trace [--node NAME] --src IP --dst IP --dport PORT [--proto tcp|udp|sctp] [--from-node] [-o json] -f FILE...
-  kubehops get svc [-n NAMESPACE | -A] [-o wide] [--now RFC3339] -f FILE...
-  kubehops dig NAME [A|SRV|CNAME] [-n NAMESPACE] -f FILE...
+  kubehops iptables-save [--node NAME] [--format kube-proxy|restore|kernel] [--iptables-features FEATURES] [--previous FILE... [--full-sync]] [--strict] -f FILE...
+  kubehops trace [--node NAME] --src IP --dst IP --dport PORT [--proto tcp|udp|sctp] [--from-node] [--iptables-features FEATURES] [-o json] [--strict] -f FILE...
+  kubehops get svc [-n NAMESPACE | -A] [-o wide] [--now RFC3339] [--strict] -f FILE...
+  kubehops dig NAME [A|SRV|CNAME] [-n NAMESPACE] [--strict] -f FILE...
 "
     };
 }
@@ -108,8 +150,18 @@ Every command reads Kubernetes objects, YAML or JSON, from each -f FILE
 discovery.k8s.io/v1 EndpointSlice and kubeproxy.config.k8s.io/v1alpha1
 KubeProxyConfiguration. Other kinds are skipped with a warning.
 
+Objects are taken as stored: a value two Services both hold (a cluster IP,
+a node port), or a healthCheckNodePort the API server would not allow, is a
+warning on stderr, and the output shows what kube-proxy and kubectl do with
+it. Fields that are missing, malformed or out of range are errors.
+
   --service-node-port-range FIRST-LAST   the API server's node port range
                                           (default 30000-32767)
+  --strict                               refuse those stored values as the
+                                          API server refuses them on create
+  --iptables-features FEATURES           what the node can do (iptables-save
+                                          and trace; see kubehops
+                                          iptables-save --help)
   -h, --help                             show this help
 "
 );

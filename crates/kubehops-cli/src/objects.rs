@@ -5,14 +5,19 @@
 //! be between 1 and 65535, inclusive`) and the object is rejected with all
 //! the problems found in it. Objects of other kinds are skipped with a
 //! warning, so the output of `kubectl get all -o yaml` can be fed in as is.
+//! Values two stored Services both hold (a cluster IP, a node port) are
+//! taken as stored and reported as [`StoredWarning`]s, unless
+//! [`LoadOptions::strict`] asks for the API server's refusal.
 
 use crate::input::Document;
 use crate::Error;
 use kubehops_core::api::{
-    Endpoint, EndpointPort, EndpointSlice, IpMode, Labels, LoadBalancerIngress, Node, Pod, Service, ServicePort, ServiceSpec, ServiceStatus,
-    ServiceType, SessionAffinity, TrafficPolicy,
+    Endpoint, EndpointPort, EndpointSlice, IpFamily, IpMode, Labels, LoadBalancerIngress, Node, Pod, Service, ServicePort, ServiceSpec,
+    ServiceStatus, ServiceType, SessionAffinity, TrafficPolicy,
 };
-use kubehops_core::api::server::{admit_stored_services, ApiError, ApiServerConfig, FieldError, FieldErrorKind, PortRange};
+use kubehops_core::api::server::{
+    admit_stored_services, dns1123_label_errors, ApiError, ApiServerConfig, FieldError, FieldErrorKind, PortRange, StoredWarning,
+};
 use kubehops_core::dataplane::kubeproxy::KubeProxyConfig;
 use kubehops_core::net::{Cidr, Protocol};
 use serde_json::{Map, Value};
@@ -40,6 +45,26 @@ pub struct PodInfo {
     pub ports: Vec<ContainerPort>,
     /// `metadata.deletionTimestamp` is set.
     pub terminating: bool,
+    /// `spec.hostname` and `spec.subdomain`: a Pod whose subdomain names a
+    /// Service gets its hostname as its endpoint's name there.
+    pub hostname: Option<String>,
+    pub subdomain: Option<String>,
+}
+
+/// How inputs are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// The API server's `--service-node-port-range`.
+    pub node_port_range: PortRange,
+    /// Refuse what the API server would refuse on create, even where the
+    /// value is already allocated, instead of warning about it.
+    pub strict: bool,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions { node_port_range: PortRange::DEFAULT, strict: false }
+    }
 }
 
 /// Everything read from the inputs, checked and completed: Services have
@@ -55,7 +80,10 @@ pub struct Cluster {
     /// Namespaces named by objects or given as Namespace objects.
     pub namespaces: BTreeSet<String>,
     pub proxy: Option<KubeProxyConfig>,
+    /// Notes about the input itself (skipped objects), as printed.
     pub warnings: Vec<String>,
+    /// Stored values the API server would have refused, kept as stored.
+    pub stored_warnings: Vec<StoredWarning>,
 }
 
 /// A Service as read, with the ports whose `targetPort` is a name.
@@ -66,7 +94,8 @@ struct ReadService {
 }
 
 /// Reads all documents into a [`Cluster`].
-pub fn load(docs: &[Document], node_port_range: PortRange) -> Result<Cluster, Error> {
+pub fn load(docs: &[Document], options: LoadOptions) -> Result<Cluster, Error> {
+    let node_port_range = options.node_port_range;
     let mut c = Cluster::default();
     let mut read: Vec<ReadService> = Vec::new();
     let mut seen: BTreeMap<(String, String, String), String> = BTreeMap::new();
@@ -137,7 +166,13 @@ pub fn load(docs: &[Document], node_port_range: PortRange) -> Result<Cluster, Er
     // Admitted in the order given, so a conflict is charged to the later
     // object, as the API server charges it to the later request.
     let config = ApiServerConfig { node_port_range, ..Default::default() };
-    c.services = admit_stored_services(services, &config).map_err(Error::Invalid)?;
+    let admitted = admit_stored_services(services, &config).map_err(Error::Invalid)?;
+    if options.strict {
+        c.services = admitted.strict().map_err(Error::Invalid)?;
+    } else {
+        c.services = admitted.services;
+        c.stored_warnings = admitted.warnings;
+    }
     c.services.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
 
     if pods_given {
@@ -430,6 +465,8 @@ fn service(v: &Value, name: &str, namespace: &str, range: PortRange, warnings: &
         spec.cluster_ip = r.ipv4(first, "spec.clusterIPs[0]");
     }
 
+    spec.ip_families = ip_families(&mut r, field("ipFamilies"), &cluster_ips);
+
     let mut named_targets = Vec::new();
     for (i, p) in r.list(field("ports"), "spec.ports").iter().enumerate() {
         let at = |k: &str| format!("spec.ports[{i}].{k}");
@@ -538,6 +575,31 @@ fn service(v: &Value, name: &str, namespace: &str, range: PortRange, warnings: &
         svc: Service { name: name.into(), namespace: namespace.into(), spec, status, created },
         named_targets,
     })
+}
+
+/// `spec.ipFamilies`; when absent (a hand-written Service), the families of
+/// the `clusterIPs` given.
+fn ip_families(r: &mut Reader, v: Option<&Value>, cluster_ips: &[String]) -> Vec<IpFamily> {
+    let listed = r.list(v, "spec.ipFamilies");
+    if listed.is_empty() {
+        let family = |ip: &String| match ip.parse::<std::net::IpAddr>() {
+            Ok(std::net::IpAddr::V4(_)) => Some(IpFamily::IPv4),
+            Ok(std::net::IpAddr::V6(_)) => Some(IpFamily::IPv6),
+            Err(_) => None,
+        };
+        return cluster_ips.iter().filter_map(family).collect();
+    }
+    let mut out = Vec::new();
+    for (i, x) in listed.iter().enumerate() {
+        let f = format!("spec.ipFamilies[{i}]");
+        match r.str(Some(x), &f) {
+            Some("IPv4") => out.push(IpFamily::IPv4),
+            Some("IPv6") => out.push(IpFamily::IPv6),
+            Some(other) => r.unsupported(&f, other, &["IPv4", "IPv6"]),
+            None => {}
+        }
+    }
+    out
 }
 
 fn policy(r: &mut Reader, v: Option<&Value>, field: &str) -> TrafficPolicy {
@@ -658,12 +720,20 @@ fn slices_for(svc: &Service, pods: &[PodInfo], named: &[(usize, String)]) -> Vec
                         serving: p.pod.ready,
                         terminating: p.terminating,
                         target_ref: format!("Pod/{}", p.pod.name),
+                        hostname: endpoint_hostname(svc, p),
                     })
                     .collect(),
                 ports: ports.into_iter().map(|(name, protocol, port)| EndpointPort { name, protocol, port }).collect(),
             }
         })
         .collect()
+}
+
+/// The EndpointSlice controller's `ShouldSetHostname`: a Pod's hostname
+/// names its endpoint when the Pod's subdomain is the Service's name (in
+/// the Service's namespace, which a selected Pod always is).
+fn endpoint_hostname(svc: &Service, pod: &PodInfo) -> Option<String> {
+    pod.hostname.clone().filter(|h| !h.is_empty() && pod.subdomain.as_deref() == Some(svc.name.as_str()) && pod.pod.namespace == svc.namespace)
 }
 
 /// The number a Service port reaches on one Pod: the target number, or
@@ -718,6 +788,12 @@ fn endpoint_slice(v: &Value, name: &str, namespace: &str, source: &str, warnings
         let serving = r.bool(cond.and_then(|c| c.get("serving")), &cond_at("serving")).unwrap_or(ready);
         let terminating = r.bool(cond.and_then(|c| c.get("terminating")), &cond_at("terminating")).unwrap_or(false);
         let node_name = r.str(m.get("nodeName"), &at("nodeName")).unwrap_or("").to_string();
+        let hostname = r.str(m.get("hostname"), &at("hostname")).filter(|h| !h.is_empty()).map(String::from);
+        if let Some(h) = hostname.as_deref() {
+            for detail in dns1123_label_errors(h) {
+                r.invalid(&at("hostname"), format!("{h:?}"), detail);
+            }
+        }
         let target_ref = match r.obj(m.get("targetRef"), &at("targetRef")) {
             Some(t) => {
                 let kind = r.str(t.get("kind"), &at("targetRef.kind")).unwrap_or("");
@@ -727,7 +803,7 @@ fn endpoint_slice(v: &Value, name: &str, namespace: &str, source: &str, warnings
             None => String::new(),
         };
         if let Some(ip) = ip {
-            endpoints.push(Endpoint { ip, node_name, ready, serving, terminating, target_ref });
+            endpoints.push(Endpoint { ip, node_name, ready, serving, terminating, target_ref, hostname });
         }
     }
     let mut ports = Vec::new();
@@ -790,6 +866,13 @@ fn pod(v: &Value, name: &str, namespace: &str) -> Result<Option<PodInfo>, Error>
     let terminating = meta.and_then(|m| m.get("deletionTimestamp")).is_some_and(|t| !t.is_null());
     let spec = r.obj(v.get("spec"), "spec");
     let node_name = r.str(spec.and_then(|s| s.get("nodeName")), "spec.nodeName").unwrap_or("").to_string();
+    let hostname = r.str(spec.and_then(|s| s.get("hostname")), "spec.hostname").filter(|h| !h.is_empty()).map(String::from);
+    let subdomain = r.str(spec.and_then(|s| s.get("subdomain")), "spec.subdomain").filter(|h| !h.is_empty()).map(String::from);
+    for (field, value) in [("spec.hostname", &hostname), ("spec.subdomain", &subdomain)] {
+        for detail in value.as_deref().map(dns1123_label_errors).unwrap_or_default() {
+            r.invalid(field, format!("{:?}", value.as_deref().unwrap_or_default()), detail);
+        }
+    }
     let mut ports = Vec::new();
     for (ci, c) in r.list(spec.and_then(|s| s.get("containers")), "spec.containers").iter().enumerate() {
         let Some(cm) = r.obj(Some(c), &format!("spec.containers[{ci}]")) else { continue };
@@ -829,6 +912,8 @@ fn pod(v: &Value, name: &str, namespace: &str) -> Result<Option<PodInfo>, Error>
         pod: Pod { name: name.into(), namespace: namespace.into(), labels, node_name, ip, container_port, ready },
         ports,
         terminating,
+        hostname,
+        subdomain,
     }))
 }
 
@@ -852,6 +937,8 @@ fn kube_proxy_config(v: &Value, name: &str) -> Result<KubeProxyConfig, Error> {
     let top = r.bool(v.get("masqueradeAll"), "masqueradeAll");
     cfg.masquerade_all = masq.or(top).unwrap_or(false);
     cfg.localhost_node_ports = r.bool(ipt.and_then(|i| i.get("localhostNodePorts")), "iptables.localhostNodePorts").unwrap_or(true);
+    let conntrack = r.obj(v.get("conntrack"), "conntrack");
+    cfg.tcp_be_liberal = r.bool(conntrack.and_then(|c| c.get("tcpBeLiberal")), "conntrack.tcpBeLiberal").unwrap_or(false);
     r.finish("KubeProxyConfiguration", name)?;
     Ok(cfg)
 }
@@ -866,7 +953,7 @@ mod tests {
     }
 
     fn load_yaml(yaml: &str) -> Result<Cluster, Error> {
-        load(&docs(yaml), PortRange::DEFAULT)
+        load(&docs(yaml), LoadOptions::default())
     }
 
     fn causes(e: Error) -> Vec<String> {
@@ -1101,13 +1188,16 @@ kind: KubeProxyConfiguration
 clusterCIDR: 'fd00:10::/56, 10.244.0.0/16'
 hostnameOverride: node-2
 iptables: {masqueradeAll: true, localhostNodePorts: false}
+conntrack: {tcpBeLiberal: true}
 ",
         )
         .unwrap();
         let cfg = c.proxy.unwrap();
         assert_eq!(cfg.cluster_cidr, Some("10.244.0.0/16".parse().unwrap()));
         assert_eq!(cfg.hostname_override.as_deref(), Some("node-2"));
-        assert!(cfg.masquerade_all && !cfg.localhost_node_ports);
+        assert!(cfg.masquerade_all && !cfg.localhost_node_ports && cfg.tcp_be_liberal);
+        let e = load_yaml("apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nconntrack: {tcpBeLiberal: yes please}\n").unwrap_err();
+        assert!(e.to_string().contains("conntrack.tcpBeLiberal"), "{e}");
         let e = load_yaml("apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nclusterCIDR: nonsense\n").unwrap_err();
         assert_eq!(e.to_string(), "The KubeProxyConfiguration is invalid: clusterCIDR: Invalid value: \"nonsense\": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)");
         let two = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n---\napiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmetadata: {name: again}\n";
@@ -1120,6 +1210,66 @@ iptables: {masqueradeAll: true, localhostNodePorts: false}
         assert_eq!(e.to_string(), "error: unable to decode document 1 of t.yaml: expected a Kubernetes object (a mapping with apiVersion and kind), found a list");
         let e = load_yaml("kind: Service\n").unwrap_err();
         assert_eq!(e.to_string(), "error: unable to decode document 1 of t.yaml: Object 'apiVersion' is missing");
+    }
+
+    #[test]
+    fn endpoint_hostnames_come_from_slices_or_from_pods_in_the_services_subdomain() {
+        let slice = "apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: db-1, labels: {kubernetes.io/service-name: db}}
+addressType: IPv4
+endpoints: [{addresses: [10.244.1.7], hostname: db-0}, {addresses: [10.244.1.8]}]
+";
+        let c = load_yaml(slice).unwrap();
+        let names: Vec<Option<&str>> = c.slices[0].endpoints.iter().map(|e| e.hostname.as_deref()).collect();
+        assert_eq!(names, [Some("db-0"), None]);
+        let e = load_yaml(&slice.replace("hostname: db-0", "hostname: DB_0")).unwrap_err();
+        assert!(causes(e)[0].starts_with("endpoints[0].hostname: Invalid value: \"DB_0\": a lowercase RFC 1123 label"));
+
+        // A StatefulSet's Pods: hostname db-N, subdomain db.
+        let pods = "apiVersion: v1
+kind: Service
+metadata: {name: db}
+spec: {clusterIP: None, selector: {app: db}, ports: [{port: 5432}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db-0, labels: {app: db}}
+spec: {hostname: db-0, subdomain: db}
+status: {podIP: 10.244.1.7}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db-1, labels: {app: db}}
+spec: {hostname: db-1, subdomain: other}
+status: {podIP: 10.244.1.8}
+";
+        let c = load_yaml(pods).unwrap();
+        let names: Vec<Option<&str>> = c.slices[0].endpoints.iter().map(|e| e.hostname.as_deref()).collect();
+        assert_eq!(names, [Some("db-0"), None], "a Pod in another subdomain keeps its dashed name");
+    }
+
+    #[test]
+    fn ip_families_are_read_or_follow_the_cluster_ips() {
+        let svc = |spec: &str| format!("apiVersion: v1\nkind: Service\nmetadata: {{name: web}}\nspec: {{{spec}, ports: [{{port: 80}}]}}\n");
+        let c = load_yaml(&svc("clusterIPs: [10.96.0.5, 'fd00::5'], ipFamilies: [IPv4, IPv6]")).unwrap();
+        assert!(c.services[0].spec.is_dual_stack());
+        let c = load_yaml(&svc("clusterIPs: [10.96.0.5, 'fd00::5']")).unwrap();
+        assert_eq!(c.services[0].spec.ip_families, [IpFamily::IPv4, IpFamily::IPv6]);
+        let c = load_yaml(&svc("clusterIP: 10.96.0.5")).unwrap();
+        assert!(!c.services[0].spec.is_dual_stack());
+        let e = load_yaml(&svc("ipFamilies: [IPv5]")).unwrap_err();
+        assert_eq!(causes(e), ["spec.ipFamilies[0]: Unsupported value: \"IPv5\": supported values: \"IPv4\", \"IPv6\""]);
+    }
+
+    #[test]
+    fn stored_conflicts_are_kept_unless_strict() {
+        let two = "apiVersion: v1\nkind: Service\nmetadata: {name: a}\nspec: {clusterIP: 10.96.0.5, ports: [{port: 80}]}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: b}\nspec: {clusterIP: 10.96.0.5, ports: [{port: 80}]}\n";
+        let c = load_yaml(two).unwrap();
+        assert_eq!(c.services.len(), 2);
+        assert!(matches!(&c.stored_warnings[..], [StoredWarning::ClusterIpInUse { service, .. }] if service.name == "b"));
+        let e = load(&docs(two), LoadOptions { strict: true, ..Default::default() }).unwrap_err();
+        assert_eq!(causes(e), ["spec.clusterIPs: Invalid value: []string{\"10.96.0.5\"}: failed to allocate IP 10.96.0.5: provided IP is already allocated"]);
     }
 
     #[test]

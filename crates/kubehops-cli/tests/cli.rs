@@ -7,9 +7,12 @@
 //!
 //! Bad input: the exit code and the exact message on stderr.
 
+mod support;
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use support::{dump_differences, parse_dump, repeated_restore_args, REPEATED, UPSTREAM_NODE, UPSTREAM_OVERALL, UPSTREAM_PORT_RANGE};
 
 /// The good cluster: a directory with cluster.yaml (YAML stream) and
 /// shop.json (a JSON List with a LoadBalancer Service and its Pods).
@@ -68,20 +71,25 @@ fn check_golden(name: &str, actual: &str) {
 
 // ------------------------------------------------------------ iptables-save
 
-fn assert_iptables_save_shape(out: &str) {
-    assert!(out.starts_with("*filter\n"), "starts with the filter table:\n{out}");
-    assert!(out.contains("\nCOMMIT\n*nat\n"), "filter is committed, then nat");
+/// The tables, each `*NAME … COMMIT`, in this order, and nothing but
+/// iptables-save lines.
+fn assert_iptables_save_shape(out: &str, tables: &[&str]) {
+    let starts: Vec<&str> = out.lines().filter(|l| l.starts_with('*')).collect();
+    let want: Vec<String> = tables.iter().map(|t| format!("*{t}")).collect();
+    assert_eq!(starts, want, "tables in order:\n{out}");
     assert!(out.ends_with("\nCOMMIT\n"), "ends with COMMIT");
-    assert_eq!(out.lines().filter(|l| *l == "COMMIT").count(), 2);
+    assert_eq!(out.lines().filter(|l| *l == "COMMIT").count(), tables.len());
     for l in out.lines() {
-        assert!(l.starts_with('*') || l.starts_with(':') || l.starts_with("-A ") || l == "COMMIT", "not an iptables-save line: {l:?}");
+        assert!(l.starts_with('*') || l.starts_with(':') || l.starts_with("-A ") || l.starts_with("-X ") || l == "COMMIT", "not an iptables-save line: {l:?}");
     }
 }
+
+const CANARY: &str = ":KUBE-PROXY-CANARY - [0:0]";
 
 #[test]
 fn iptables_save_for_a_named_node() {
     let out = run_ok(&with(&[&["iptables-save", "--node", "node-1"], &CLUSTER]));
-    assert_iptables_save_shape(&out);
+    assert_iptables_save_shape(&out, &["filter", "nat"]);
     // Facts of the input, whatever the rule layout: web's node port and both
     // endpoints; shop's endpoints come from its Pods, with the named
     // targetPort `http` resolved to 8080.
@@ -90,6 +98,11 @@ fn iptables_save_for_a_named_node() {
         assert!(out.contains(&format!("--to-destination {ep}")), "DNAT to {ep}");
     }
     assert!(!out.contains("10.244.2.9"), "the headless Service gets no rules");
+    // kube-proxy creates its canary chains itself; they are not rules it writes.
+    assert!(!out.contains("KUBE-PROXY-CANARY"));
+    // A modern node: MASQUERADE --random-fully and nfacct counters.
+    assert!(out.contains("-j MASQUERADE --random-fully\n"));
+    assert!(out.contains("-A KUBE-FORWARD -m conntrack --ctstate INVALID -m nfacct --nfacct-name ct_state_invalid_dropped_pkts -j DROP\n"));
     check_golden("iptables-save-node-1", &out);
 }
 
@@ -97,13 +110,18 @@ fn iptables_save_for_a_named_node() {
 fn iptables_save_in_the_kernel_form() {
     let ours = run_ok(&with(&[&["iptables-save", "--node", "node-1"], &CLUSTER]));
     let kernel = run_ok(&with(&[&["iptables-save", "--node", "node-1", "--format", "kernel"], &CLUSTER]));
-    assert_iptables_save_shape(&kernel);
+    assert_iptables_save_shape(&kernel, &["mangle", "filter", "nat"]);
     // Same rules, said the way iptables-save says them.
     assert_eq!(ours.lines().filter(|l| l.starts_with("-A ")).count(), kernel.lines().filter(|l| l.starts_with("-A ")).count());
     assert!(kernel.contains("-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000\n"));
     assert!(kernel.contains("-A KUBE-POSTROUTING -j MARK --set-xmark 0x4000/0x0\n"));
     assert!(kernel.contains(" -d 10.96.0.50/32 -p tcp -m comment --comment \"default/web:http cluster IP\" -m tcp --dport 80 -j KUBE-SVC-"));
+    assert!(kernel.contains(" -m nfacct --nfacct-name  ct_state_invalid_dropped_pkts -j DROP\n"), "libxt_nfacct's two spaces");
     assert!(!kernel.contains("--or-mark"), "kube-proxy's spelling is not what the kernel prints");
+    // The canary chain, and nothing else, in each of the three tables.
+    assert_eq!(kernel.matches(CANARY).count(), 3);
+    let mangle: Vec<&str> = kernel.lines().take_while(|l| *l != "COMMIT").collect();
+    assert_eq!(mangle.len(), 7, "mangle: five built-in chains and the canary\n{}", mangle.join("\n"));
     // User chains are listed in name order after the built-in ones.
     let chains: Vec<&str> = kernel.lines().skip_while(|l| *l != "*nat").filter(|l| l.starts_with(":KUBE-")).collect();
     let mut sorted = chains.clone();
@@ -111,14 +129,14 @@ fn iptables_save_in_the_kernel_form() {
     assert_eq!(chains, sorted);
     let bad = kubehops(&["iptables-save", "--node", "node-1", "--format", "yaml", "-f", "tests/fixtures/cluster"]);
     assert_eq!(bad.code, 2);
-    assert!(bad.stderr.contains("invalid argument \"yaml\" for \"--format\""), "{}", bad.stderr);
+    assert!(bad.stderr.contains("invalid argument \"yaml\" for \"--format\": want kube-proxy, restore or kernel"), "{}", bad.stderr);
     check_golden("iptables-save-node-1-kernel", &kernel);
 }
 
 #[test]
 fn iptables_save_takes_the_node_from_hostname_override() {
     let out = run_ok(&with(&[&["iptables-save"], &CLUSTER, &["-f", "tests/fixtures/kube-proxy.yaml"]]));
-    assert_iptables_save_shape(&out);
+    assert_iptables_save_shape(&out, &["filter", "nat"]);
     assert!(out.contains("10.244.0.0/16"), "clusterCIDR is used");
     // shop's externalTrafficPolicy is Local and node-2 runs one of its Pods,
     // node-1 none: the rules differ, so the node really is node-2.
@@ -127,6 +145,126 @@ fn iptables_save_takes_the_node_from_hostname_override() {
     assert_ne!(out, node_1);
     assert_eq!(out, node_2);
     check_golden("iptables-save-node-2-kube-proxy-config", &out);
+    let kernel = run_ok(&with(&[&["iptables-save", "--format", "kernel"], &CLUSTER, &["-f", "tests/fixtures/kube-proxy.yaml"]]));
+    check_golden("iptables-save-node-2-kube-proxy-config-kernel", &kernel);
+}
+
+// ------------------------------------------------ node features and syncs
+
+/// The KUBE-FORWARD and KUBE-POSTROUTING rules, and the localhost node
+/// port rule, for one --iptables-features value.
+fn feature_lines(features: &str) -> Vec<String> {
+    let out = run_ok(&with(&[&["iptables-save", "--node", "node-1", "--iptables-features", features], &CLUSTER]));
+    out.lines()
+        .filter(|l| l.starts_with("-A KUBE-FORWARD -m conntrack --ctstate INVALID") || l.contains("-j MASQUERADE") || l.contains("-d 127.0.0.0/8 --dport 30080"))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn node_features_decide_three_rules() {
+    let np = "-A KUBE-NODEPORTS -m comment --comment default/web:http -m tcp -p tcp -d 127.0.0.0/8 --dport 30080 -m nfacct --nfacct-name localhost_nps_accepted_pkts -j KUBE-EXT-CDGGSHYLG3RE2FKL";
+    let drop = "-A KUBE-FORWARD -m conntrack --ctstate INVALID -j DROP";
+    let drop_counted = "-A KUBE-FORWARD -m conntrack --ctstate INVALID -m nfacct --nfacct-name ct_state_invalid_dropped_pkts -j DROP";
+    let masq = "-A KUBE-POSTROUTING -m comment --comment \"kubernetes service traffic requiring SNAT\" -j MASQUERADE";
+    let masq_rf = format!("{masq} --random-fully");
+    assert_eq!(feature_lines("modern"), [drop_counted, np, &masq_rf]);
+    assert_eq!(feature_lines("random-fully,nfacct"), feature_lines("modern"));
+    assert_eq!(feature_lines("upstream-test-fake"), [drop_counted, np, masq]);
+    assert_eq!(feature_lines("none"), [drop, masq]);
+    assert_eq!(feature_lines(""), [drop, masq]);
+    assert_eq!(feature_lines("random-fully"), [drop, &masq_rf]);
+    // Liberal TCP tracking: no DROP at all, from the node or from the configuration.
+    assert_eq!(feature_lines("nfacct,tcp-be-liberal"), [np, masq]);
+    let cfg = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nconntrack: {tcpBeLiberal: true}\n";
+    let r = kubehops_with_stdin(&with(&[&["iptables-save", "--node", "node-1", "-f", "-"], &CLUSTER]).iter().map(String::as_str).collect::<Vec<_>>(), cfg);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stdout.contains("--ctstate INVALID"), "{}", r.stdout);
+    // trace takes the same flag: a localhost node port hits the counted rule.
+    let t = run_ok(&with(&[&["trace", "--node", "node-1", "--src", "127.0.0.1", "--dst", "127.0.0.1", "--dport", "30080", "--from-node"], &CLUSTER]));
+    assert!(t.contains(&format!("nat: {np}\n")), "{t}");
+    let t = run_ok(&with(&[&["trace", "--node", "node-1", "--src", "127.0.0.1", "--dst", "127.0.0.1", "--dport", "30080", "--from-node", "--iptables-features", "none"], &CLUSTER]));
+    assert!(!t.contains("nfacct"), "{t}");
+    assert_eq!(trace_summary(&t).1, "10.244.1.5:8080, 10.244.3.9:8080", "the same endpoints either way");
+}
+
+/// Runs kubehops and reads its stdout as iptables-restore text.
+fn restore_dump(args: &[String]) -> std::collections::BTreeMap<String, support::TableDump> {
+    let out = run_ok(args);
+    parse_dump(&out).unwrap_or_else(|e| panic!("kubehops {}: {e}\n{out}", args.join(" ")))
+}
+
+fn upstream_golden(name: &str) -> std::collections::BTreeMap<String, support::TableDump> {
+    let path = manifest_dir().join("tests/golden/upstream").join(format!("{name}.txt"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    parse_dump(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The goldens in `tests/golden/upstream/` are kube-proxy's own expected
+/// dumps, checked by hand against its proxier_test.go; UPDATE_EXPECT does
+/// not rewrite them. They are compared as kube-proxy's test compares: the
+/// same chains, each with the same rules in the same order.
+#[test]
+fn reproduces_upstream_overall_iptables_rules() {
+    let args = with(&[
+        &["iptables-save", "--format", "restore", "--iptables-features", "upstream-test-fake", "-f", UPSTREAM_NODE, "-f", UPSTREAM_OVERALL],
+        &UPSTREAM_PORT_RANGE,
+    ]);
+    let diff = dump_differences(&upstream_golden("overall"), &restore_dump(&args));
+    assert!(diff.is_empty(), "TestOverallIPTablesRules:\n{}", diff.join("\n"));
+    // The modern default differs from the fake node in exactly one rule.
+    let mut modern = args.clone();
+    modern.retain(|a| a != "upstream-test-fake" && a != "--iptables-features");
+    let diff = dump_differences(&upstream_golden("overall"), &restore_dump(&modern));
+    assert_eq!(diff.len(), 1, "{}", diff.join("\n"));
+    assert!(diff[0].starts_with("nat: chain KUBE-POSTROUTING differs") && diff[0].ends_with("-j MASQUERADE --random-fully"), "{}", diff[0]);
+}
+
+#[test]
+fn reproduces_upstream_sync_proxy_rules_repeated() {
+    for (i, step) in REPEATED.iter().enumerate() {
+        let diff = dump_differences(&upstream_golden(&format!("sync-repeated-{}", i + 1)), &restore_dump(&repeated_restore_args(i)));
+        assert!(diff.is_empty(), "TestSyncProxyRulesRepeated, sync {} ({}):\n{}", i + 1, step.what, diff.join("\n"));
+    }
+}
+
+#[test]
+fn a_partial_sync_writes_only_what_changed() {
+    let sync = |i: usize| restore_dump(&repeated_restore_args(i));
+    // Nothing changed: only kube-proxy's base chains are rewritten.
+    let nat = &sync(7)["nat"];
+    let base = ["KUBE-MARK-MASQ", "KUBE-NODEPORTS", "KUBE-POSTROUTING", "KUBE-SERVICES"];
+    assert_eq!(nat.chains.iter().map(String::as_str).collect::<Vec<_>>(), base);
+    // The same objects as a full sync: every chain.
+    let mut full = repeated_restore_args(7);
+    full.push("--full-sync".into());
+    let full = restore_dump(&full);
+    // svc1 and svc4 have an SVC and a SEP chain each, svc3 an SVC and two SEP.
+    assert_eq!(full["nat"].chains.len(), base.len() + 7, "{:?}", full["nat"].chains);
+    assert!(full["nat"].deleted.is_empty());
+    // The filter table is whole in both.
+    assert_eq!(sync(7)["filter"], full["filter"]);
+}
+
+#[test]
+fn sync_flags_are_checked() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--previous", "tests/fixtures/cluster"], "error: --previous only changes the restore payload: use it with --format restore"),
+        (&["--format", "kernel", "--previous", "tests/fixtures/cluster"], "error: --previous only changes the restore payload"),
+        (&["--format", "restore", "--full-sync"], "error: --full-sync needs --previous"),
+        (&["--format", "restore", "--previous", "-"], "error: --previous takes files or directories; stdin (-) is only for -f"),
+        (&["--iptables-features", "nfacct,ipvs"], "error: invalid argument \"nfacct,ipvs\" for \"--iptables-features\": unknown feature \"ipvs\""),
+    ];
+    for (extra, first) in cases {
+        let args = with(&[&["iptables-save", "--node", "node-1"], extra, &CLUSTER]);
+        let r = kubehops(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!((r.code, r.stdout.as_str()), (2, ""), "{args:?}");
+        assert!(r.stderr.starts_with(first), "{args:?}:\n{}", r.stderr);
+    }
+    let help = kubehops(&["iptables-save", "--help"]).stdout;
+    for word in ["--format kube-proxy", "--format restore", "--format kernel", "KUBE-PROXY-CANARY", "upstream-test-fake", "random-fully", "nfacct", "tcp-be-liberal", "--previous FILE", "--full-sync"] {
+        assert!(help.contains(word), "iptables-save --help mentions {word}:\n{help}");
+    }
 }
 
 #[test]
@@ -161,7 +299,9 @@ fn trace_text_ends_with_verdict_targets_and_masquerade() {
     let (verdict, targets, masq) = trace_summary(&out);
     assert_eq!(verdict, "DNAT");
     assert_eq!(targets, "10.244.1.5:8080, 10.244.3.9:8080");
-    assert!(masq == "true" || masq == "false");
+    // web's policy is Cluster: a packet from outside may go to another
+    // node's Pod, so it is masqueraded for the reply to come back here.
+    assert_eq!(masq, "true");
     for l in out.lines().rev().skip(3) {
         assert!(l.starts_with("nat: -A ") || l.starts_with("filter: -A ") || l.starts_with("mangle: -A ") || l.starts_with("raw: -A "), "matched rule line: {l:?}");
     }
@@ -349,7 +489,7 @@ fn bad_input_is_rejected_in_the_api_servers_words() {
             "The EndpointSlice \"web-abcde\" is invalid: endpoints[0].addresses[0]: Invalid value: \"10.244.1.500\": must be a valid IPv4 address\n",
         ),
         (
-            &["-f", "tests/fixtures/cluster", "-f", "tests/fixtures/bad/port-conflict.yaml"],
+            &["-f", "tests/fixtures/cluster", "-f", "tests/fixtures/bad/port-conflict.yaml", "--strict"],
             "The Service \"other\" is invalid: spec.ports[0].nodePort: Invalid value: 30080: provided port is already allocated\n",
         ),
         (
@@ -489,4 +629,340 @@ fn a_balancer_without_node_ports_gets_none() {
     assert!(rules.stdout.contains("\"default/lb has no endpoints\" -m tcp -p tcp -d 10.96.0.60 --dport 80 -j REJECT"), "lb is in the rules:\n{}", rules.stdout);
     assert!(!rules.stdout.contains("-A KUBE-NODEPORTS -m comment --comment default/lb "), "no node-port rule for lb");
     assert!(!rules.stdout.contains("default/lb has no endpoints\" -m addrtype"), "no node-port reject for lb");
+}
+
+// ------------------------------------------------------- stored objects
+
+const STORED: [&str; 2] = ["-f", "tests/fixtures/stored-conflicts.yaml"];
+const STORED_WARNINGS: &str = "\
+Warning: Service \"b\" has clusterIP 10.96.0.70, already used by Service \"a\"; the API server would have refused one of them
+Warning: Service \"c\" has spec.ports[0].nodePort 30500, already used by Service \"a\" as spec.ports[0].nodePort; the API server would have refused one of them
+Warning: Service \"d\" has spec.healthCheckNodePort 31999, which the API server allows only for type LoadBalancer with externalTrafficPolicy Local; kube-proxy ignores it
+";
+
+fn run(args: &[String]) -> Run {
+    kubehops(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+#[test]
+fn stored_conflicts_are_warnings_and_kube_proxy_writes_rules_for_both() {
+    let r = run(&with(&[&["iptables-save", "--node", "node-1"], &STORED]));
+    assert_eq!((r.code, r.stderr.as_str()), (0, STORED_WARNINGS));
+    // Both Services on 10.96.0.70 and both on node port 30500 get their rules.
+    for svc in ["a", "b"] {
+        assert!(r.stdout.contains(&format!("--comment \"default/{svc} cluster IP\" -m tcp -p tcp -d 10.96.0.70 --dport 80 -j KUBE-SVC-")), "{svc}:\n{}", r.stdout);
+    }
+    for svc in ["a", "c"] {
+        assert!(r.stdout.contains(&format!("-A KUBE-NODEPORTS -m comment --comment default/{svc} -m tcp -p tcp --dport 30500 -j KUBE-EXT-")), "{svc}");
+    }
+    // d's health check port is ignored by kube-proxy (no rule names it).
+    assert!(!r.stdout.contains("31999"));
+    // The first rule wins: a packet to the shared address reaches a's endpoint.
+    let t = run(&with(&[&["trace", "--node", "node-1", "--src", "10.244.1.99", "--dst", "10.96.0.70", "--dport", "80"], &STORED]));
+    assert_eq!(t.code, 0, "{}", t.stderr);
+    assert!(t.stdout.contains("\ntargets: 10.244.1.10:80\n"), "{}", t.stdout);
+    // kubectl lists both Services with the stored address.
+    let g = run(&with(&[&["get", "svc"], &STORED, &NOW]));
+    assert_eq!((g.code, g.stderr.as_str()), (0, STORED_WARNINGS));
+    let rows: Vec<Vec<&str>> = g.stdout.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows[0][..5], ["a", "NodePort", "10.96.0.70", "<none>", "80:30500/TCP"]);
+    assert_eq!(rows[1][..5], ["b", "ClusterIP", "10.96.0.70", "<none>", "80/TCP"]);
+    assert_eq!(rows[2][..5], ["c", "NodePort", "10.96.0.71", "<none>", "8080:30500/TCP"]);
+}
+
+#[test]
+fn strict_refuses_stored_conflicts_in_every_command() {
+    let want = "The Service \"b\" is invalid: spec.clusterIPs: Invalid value: []string{\"10.96.0.70\"}: failed to allocate IP 10.96.0.70: provided IP is already allocated\n";
+    let commands: [&[&str]; 4] = [
+        &["iptables-save", "--node", "node-1"],
+        &["trace", "--node", "node-1", "--src", "10.244.1.99", "--dst", "10.96.0.70", "--dport", "80"],
+        &["get", "svc"],
+        &["dig", "b"],
+    ];
+    for cmd in commands {
+        let r = run(&with(&[cmd, &STORED, &["--strict"]]));
+        assert_eq!((r.code, r.stdout.as_str(), r.stderr.as_str()), (1, "", want), "{cmd:?}");
+    }
+    // With b out of the way, c's node port is the first refusal, then d's health check port.
+    let without_b = std::fs::read_to_string(manifest_dir().join("tests/fixtures/stored-conflicts.yaml")).unwrap().replace("  clusterIP: 10.96.0.70\n  ports:\n    - protocol: TCP\n      port: 80\n---", "  clusterIP: 10.96.0.73\n  ports:\n    - protocol: TCP\n      port: 80\n---");
+    let r = kubehops_with_stdin(&["get", "svc", "--strict", "-f", "-"], &without_b);
+    assert_eq!(r.stderr, "The Service \"c\" is invalid: spec.ports[0].nodePort: Invalid value: 30500: provided port is already allocated\n");
+    let only_d = without_b.replace("nodePort: 30500\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: d", "nodePort: 30501\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: d");
+    let r = kubehops_with_stdin(&["get", "svc", "--strict", "-f", "-"], &only_d);
+    assert_eq!(
+        r.stderr,
+        "The Service \"d\" is invalid: spec.healthCheckNodePort: Invalid value: 31999: may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'\n"
+    );
+    // What a user would be creating stays an error without --strict.
+    let r = run(&with(&[&["get", "svc"], &["-f", "tests/fixtures/bad/nodeport-out-of-range.yaml"]]));
+    assert_eq!(r.code, 1);
+    let r = run(&with(&[&["get", "svc"], &CLUSTER, &["-f", "tests/fixtures/bad/port-conflict.yaml"]]));
+    assert_eq!(r.code, 0);
+    assert_eq!(r.stderr, "Warning: Service \"other\" has spec.ports[0].nodePort 30080, already used by Service \"web\" as spec.ports[0].nodePort; the API server would have refused one of them\n");
+}
+
+// ------------------------------------------- kubectl's TestPrintService
+
+const PRINT_SERVICE: [&str; 4] = ["-f", "tests/fixtures/upstream/kubectl-print-service.yaml", "--service-node-port-range", "9000-32767"];
+
+/// The cells kubectl's TestPrintService expects
+/// (pkg/printers/internalversion/printers_test.go), with the protocol
+/// spelled as stored (`TCP`, where the Go test's objects say `tcp`).
+const PRINT_SERVICE_ROWS: [[&str; 6]; 7] = [
+    ["test1", "ClusterIP", "10.9.8.7", "<none>", "2233/TCP", "<unknown>"],
+    ["test2", "NodePort", "10.9.8.7", "<none>", "8888:9999/TCP", "<unknown>"],
+    ["test3", "LoadBalancer", "10.9.8.7", "<pending>", "8888/TCP", "<unknown>"],
+    ["test4", "LoadBalancer", "10.9.8.7", "80.11.12.10", "8888/TCP", "<unknown>"],
+    ["test5", "LoadBalancer", "10.9.8.7", "3.4.5.6,80.11.12.10", "8888/TCP", "<unknown>"],
+    ["test6", "LoadBalancer", "10.9.8.7", "2.3.4.5,3.4.5.6,80.11.12.10,80.11.12.11", "8888/TCP", "<unknown>"],
+    ["test7", "ExternalName", "<none>", "my.database.example.com", "<none>", "<unknown>"],
+];
+
+#[test]
+fn get_svc_renders_kubectls_print_service_cases() {
+    let r = run(&with(&[&["get", "svc"], &PRINT_SERVICE]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let repeats: String = (2..=6)
+        .map(|i| format!("Warning: Service \"test{i}\" has clusterIP 10.9.8.7, already used by Service \"test1\"; the API server would have refused one of them\n"))
+        .collect();
+    assert_eq!(r.stderr, repeats, "the shared address is taken as stored, with a warning per repeat");
+    let rows: Vec<Vec<&str>> = r.stdout.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows, PRINT_SERVICE_ROWS.map(|r| r.to_vec()));
+    check_golden("get-svc-print-service", &r.stdout);
+
+    // -o wide adds the selector (the Go test's second case); the others have none.
+    let wide = run(&with(&[&["get", "svc", "-o", "wide"], &PRINT_SERVICE]));
+    let rows: Vec<Vec<&str>> = wide.stdout.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows[0], ["test1", "ClusterIP", "10.9.8.7", "<none>", "2233/TCP", "<unknown>", "foo=bar"]);
+    assert!(rows[1..].iter().all(|r| r[6] == "<none>"));
+    check_golden("get-svc-print-service-wide", &wide.stdout);
+
+    let strict = run(&with(&[&["get", "svc", "--strict"], &PRINT_SERVICE]));
+    assert_eq!(strict.code, 1);
+    assert!(strict.stderr.starts_with("The Service \"test2\" is invalid: spec.clusterIPs: "), "{}", strict.stderr);
+}
+
+// ---------------------------------------------- CoreDNS's handler_test.go
+
+const COREDNS: [&str; 2] = ["-f", "tests/fixtures/upstream/coredns-handler.yaml"];
+/// What every run on the CoreDNS fixture says about the input.
+const COREDNS_INPUT_WARNINGS: &str = "\
+warning: skipping EndpointSlice \"testns/hdls1-slice2\" in tests/fixtures/upstream/coredns-handler.yaml: addressType IPv6 is not modelled (IPv4 only)
+Warning: Service \"testns/svcempty\" has clusterIP 10.0.0.1, already used by Service \"testns/svc1\"; the API server would have refused one of them
+";
+
+/// The status, answer and additional sections of `kubehops dig`'s output,
+/// each record sorted as CoreDNS's test sorts them before comparing.
+fn dig_sections(out: &str) -> (String, Vec<String>, Vec<String>) {
+    let status = out.split("status: ").nth(1).unwrap_or("").lines().next().unwrap_or("").to_string();
+    let section = |title: &str| -> Vec<String> {
+        let mut v: Vec<String> = out.split(&format!("\n;; {title} SECTION:\n")).nth(1).unwrap_or("").split("\n\n").next().unwrap_or("").lines().map(String::from).collect();
+        v.sort();
+        v
+    };
+    (status, section("ANSWER"), section("ADDITIONAL"))
+}
+
+/// One A, SRV or CNAME case of CoreDNS's handler tests: the question, and
+/// upstream's rcode, answer and extra records with the TTL kubeadm's
+/// Corefile sets (30; the tests run with the plugin's default of 5).
+struct DnsCase {
+    name: &'static str,
+    qtype: &'static str,
+    rcode: &'static str,
+    answer: &'static [&'static str],
+    extra: &'static [&'static str],
+}
+
+const fn case(name: &'static str, qtype: &'static str, rcode: &'static str, answer: &'static [&'static str], extra: &'static [&'static str]) -> DnsCase {
+    DnsCase { name, qtype, rcode, answer, extra }
+}
+
+/// The cases whose answers kubehops gives exactly as upstream expects.
+const COREDNS_CASES: &[DnsCase] = &[
+    // commonDnsTestCases
+    case("svc1.testns.svc.cluster.local.", "A", "NOERROR", &["svc1.testns.svc.cluster.local. 30 IN A 10.0.0.1"], &[]),
+    case("svcempty.testns.svc.cluster.local.", "A", "NOERROR", &["svcempty.testns.svc.cluster.local. 30 IN A 10.0.0.1"], &[]),
+    case(
+        "svc1.testns.svc.cluster.local.",
+        "SRV",
+        "NOERROR",
+        &["svc1.testns.svc.cluster.local. 30 IN SRV 0 100 80 svc1.testns.svc.cluster.local."],
+        &["svc1.testns.svc.cluster.local. 30 IN A 10.0.0.1"],
+    ),
+    case(
+        "svcempty.testns.svc.cluster.local.",
+        "SRV",
+        "NOERROR",
+        &["svcempty.testns.svc.cluster.local. 30 IN SRV 0 100 80 svcempty.testns.svc.cluster.local."],
+        &["svcempty.testns.svc.cluster.local. 30 IN A 10.0.0.1"],
+    ),
+    case(
+        "_http._tcp.svc1.testns.svc.cluster.local.",
+        "SRV",
+        "NOERROR",
+        &["_http._tcp.svc1.testns.svc.cluster.local. 30 IN SRV 0 100 80 svc1.testns.svc.cluster.local."],
+        &["svc1.testns.svc.cluster.local. 30 IN A 10.0.0.1"],
+    ),
+    case(
+        "_http._tcp.svcempty.testns.svc.cluster.local.",
+        "SRV",
+        "NOERROR",
+        &["_http._tcp.svcempty.testns.svc.cluster.local. 30 IN SRV 0 100 80 svcempty.testns.svc.cluster.local."],
+        &["svcempty.testns.svc.cluster.local. 30 IN A 10.0.0.1"],
+    ),
+    case(
+        "hdls1.testns.svc.cluster.local.",
+        "A",
+        "NOERROR",
+        &[
+            "hdls1.testns.svc.cluster.local. 30 IN A 172.0.0.2",
+            "hdls1.testns.svc.cluster.local. 30 IN A 172.0.0.3",
+            "hdls1.testns.svc.cluster.local. 30 IN A 172.0.0.4",
+            "hdls1.testns.svc.cluster.local. 30 IN A 172.0.0.5",
+        ],
+        &[],
+    ),
+    case("hdlsprtls.testns.svc.cluster.local.", "A", "NOERROR", &["hdlsprtls.testns.svc.cluster.local. 30 IN A 172.0.0.20"], &[]),
+    case("svc0.testns.svc.cluster.local.", "A", "NXDOMAIN", &[], &[]),
+    case("svc0.svc-nons.svc.cluster.local.", "A", "NXDOMAIN", &[], &[]),
+    case("bogusendpoint.hdls1.testns.svc.cluster.local.", "A", "NXDOMAIN", &[], &[]),
+    case("bogusendpoint.svc0.testns.svc.cluster.local.", "A", "NXDOMAIN", &[], &[]),
+    case("svc.cluster.local.", "A", "NOERROR", &[], &[]),
+    case("pod.cluster.local.", "A", "NOERROR", &[], &[]),
+    case("testns.svc.cluster.local.", "A", "NOERROR", &[], &[]),
+    case("svc-dual-stack.testns.svc.cluster.local.", "A", "NOERROR", &["svc-dual-stack.testns.svc.cluster.local. 30 IN A 10.0.0.3"], &[]),
+    case("endpoint.external.testns.svc.cluster.local.", "CNAME", "NXDOMAIN", &[], &[]),
+    case("subdomain.subdomain.external.testns.svc.cluster.local.", "CNAME", "NXDOMAIN", &[], &[]),
+    // dnsTestCases
+    case("172-0-0-20.hdlsprtls.testns.svc.cluster.local.", "A", "NOERROR", &["172-0-0-20.hdlsprtls.testns.svc.cluster.local. 30 IN A 172.0.0.20"], &[]),
+    case("172-0-0-2.hdls1.testns.svc.cluster.local.", "A", "NOERROR", &["172-0-0-2.hdls1.testns.svc.cluster.local. 30 IN A 172.0.0.2"], &[]),
+    case("172-0-0-3.hdls1.testns.svc.cluster.local.", "A", "NOERROR", &["172-0-0-3.hdls1.testns.svc.cluster.local. 30 IN A 172.0.0.3"], &[]),
+    case(
+        "dup-name.hdls1.testns.svc.cluster.local.",
+        "A",
+        "NOERROR",
+        &["dup-name.hdls1.testns.svc.cluster.local. 30 IN A 172.0.0.4", "dup-name.hdls1.testns.svc.cluster.local. 30 IN A 172.0.0.5"],
+        &[],
+    ),
+    case("external.testns.svc.cluster.local.", "CNAME", "NOERROR", &["external.testns.svc.cluster.local. 30 IN CNAME ext.interwebs.test."], &[]),
+    // Upstream writes this name without the dot; its test makes every question fully qualified.
+    case(
+        "external-to-service.testns.svc.cluster.local.",
+        "A",
+        "NOERROR",
+        &["external-to-service.testns.svc.cluster.local. 30 IN CNAME svc1.testns.svc.cluster.local.", "svc1.testns.svc.cluster.local. 30 IN A 10.0.0.1"],
+        &[],
+    ),
+    // handler_case_test.go (dnsPreserveCaseCases)
+    case("not-a-service.testns.svc.ClUsTeR.lOcAl.", "A", "NXDOMAIN", &[], &[]),
+    case("SvC1.TeStNs.SvC.cLuStEr.LoCaL.", "A", "NOERROR", &["SvC1.TeStNs.SvC.cLuStEr.LoCaL. 30 IN A 10.0.0.1"], &[]),
+    case(
+        "_HtTp._TcP.sVc1.TeStNs.SvC.cLuStEr.LoCaL.",
+        "SRV",
+        "NOERROR",
+        &["_HtTp._TcP.sVc1.TeStNs.SvC.cLuStEr.LoCaL. 30 IN SRV 0 100 80 svc1.testns.svc.cLuStEr.LoCaL."],
+        &["svc1.testns.svc.cLuStEr.LoCaL. 30 IN A 10.0.0.1"],
+    ),
+    // kubernetes_test.go (TestServices): an endpoint named by its hostname.
+    case("ep1a.svc1.testns.svc.cluster.local.", "A", "NOERROR", &["ep1a.svc1.testns.svc.cluster.local. 30 IN A 172.0.0.1"], &[]),
+    // Names the issue adds: the dashed form of an endpoint with a hostname,
+    // and more labels in front of an ExternalName Service.
+    case("172-0-0-4.hdls1.testns.svc.cluster.local.", "A", "NXDOMAIN", &[], &[]),
+    case("172-0-0-1.svc1.testns.svc.cluster.local.", "A", "NXDOMAIN", &[], &[]),
+    case("a.b.external.testns.svc.cluster.local.", "A", "NXDOMAIN", &[], &[]),
+    case("_http._tcp.external.testns.svc.cluster.local.", "SRV", "NXDOMAIN", &[], &[]),
+    case("hdlsprtls.testns.svc.cluster.local.", "SRV", "NOERROR", &[], &[]),
+];
+
+fn dig_coredns(name: &str, qtype: &str) -> Run {
+    run(&with(&[&["dig", name, qtype], &COREDNS]))
+}
+
+#[test]
+fn dig_gives_coredns_handler_test_answers() {
+    let mut golden = String::new();
+    for c in COREDNS_CASES {
+        let r = dig_coredns(c.name, c.qtype);
+        assert_eq!((r.code, r.stderr.as_str()), (0, COREDNS_INPUT_WARNINGS), "{} {}", c.name, c.qtype);
+        let (status, answer, additional) = dig_sections(&r.stdout);
+        let sorted = |v: &[&str]| -> Vec<String> {
+            let mut v: Vec<String> = v.iter().map(|s| s.to_string()).collect();
+            v.sort();
+            v
+        };
+        assert_eq!((status.as_str(), answer, additional), (c.rcode, sorted(c.answer), sorted(c.extra)), "{} {}", c.name, c.qtype);
+        golden.push_str(&format!("$ kubehops dig {} {}\n{}\n", c.name, c.qtype, r.stdout));
+    }
+    check_golden("dig-coredns-handler-test", &golden);
+}
+
+/// Where kubehops leaves out what upstream's answer needs, it says so.
+#[test]
+fn dig_warns_where_coredns_counts_ipv6_addresses() {
+    // Upstream: "0 50 80 svc-dual-stack…" with an A and an AAAA record, the
+    // weight shared with the IPv6 cluster IP.
+    let r = dig_coredns("svc-dual-stack.testns.svc.cluster.local.", "SRV");
+    let (status, answer, additional) = dig_sections(&r.stdout);
+    assert_eq!((status.as_str(), r.code), ("NOERROR", 0));
+    assert_eq!(answer, ["svc-dual-stack.testns.svc.cluster.local. 30 IN SRV 0 100 80 svc-dual-stack.testns.svc.cluster.local."]);
+    assert_eq!(additional, ["svc-dual-stack.testns.svc.cluster.local. 30 IN A 10.0.0.3"]);
+    let dual = "Warning: Service \"testns/svc-dual-stack\" is dual-stack and kubehops models its IPv4 half only; CoreDNS also gives its IPv6 addresses a share of the SRV weight (and AAAA records), so its weights are smaller than these\n";
+    assert_eq!(r.stderr, format!("{COREDNS_INPUT_WARNINGS}{dual}"));
+    // Upstream: five records of weight 16 (two of them for the IPv6
+    // endpoints); here the IPv4 three, each a quarter of four addresses.
+    let r = dig_coredns("_http._tcp.hdls1.testns.svc.cluster.local.", "SRV");
+    let (_, answer, additional) = dig_sections(&r.stdout);
+    assert_eq!(
+        answer,
+        [
+            "_http._tcp.hdls1.testns.svc.cluster.local. 30 IN SRV 0 25 80 172-0-0-2.hdls1.testns.svc.cluster.local.",
+            "_http._tcp.hdls1.testns.svc.cluster.local. 30 IN SRV 0 25 80 172-0-0-3.hdls1.testns.svc.cluster.local.",
+            "_http._tcp.hdls1.testns.svc.cluster.local. 30 IN SRV 0 25 80 dup-name.hdls1.testns.svc.cluster.local.",
+        ]
+    );
+    assert_eq!(additional.len(), 4, "both dup-name addresses are listed");
+    assert!(r.stderr.ends_with("Warning: Service \"testns/hdls1\" is dual-stack and kubehops models its IPv4 half only; CoreDNS also gives its IPv6 addresses a share of the SRV weight (and AAAA records), so its weights are smaller than these\n"), "{}", r.stderr);
+    // A single-stack Service's SRV answer has no such warning.
+    assert_eq!(dig_coredns("svc1.testns.svc.cluster.local.", "SRV").stderr, COREDNS_INPUT_WARNINGS);
+}
+
+/// A StatefulSet's Pods name their own records under the headless Service
+/// their subdomain names, and the SRV targets use those names.
+#[test]
+fn dig_statefulset_pods_by_hostname() {
+    let objects = "apiVersion: v1
+kind: Service
+metadata: {name: db}
+spec: {clusterIP: None, selector: {app: db}, ports: [{name: pg, port: 5432}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db-0, labels: {app: db}}
+spec: {hostname: db-0, subdomain: db, containers: [{ports: [{containerPort: 5432}]}]}
+status: {podIP: 10.244.1.7, conditions: [{type: Ready, status: 'True'}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db-1, labels: {app: db}}
+spec: {hostname: db-1, subdomain: db, containers: [{ports: [{containerPort: 5432}]}]}
+status: {podIP: 10.244.2.8, conditions: [{type: Ready, status: 'True'}]}
+";
+    let dig = |args: &[&str]| {
+        let r = kubehops_with_stdin(&[&["dig"], args, &["-f", "-"]].concat(), objects);
+        assert_eq!((r.code, r.stderr.as_str()), (0, ""), "{args:?}");
+        dig_sections(&r.stdout)
+    };
+    let (status, answer, _) = dig(&["db-0.db"]);
+    assert_eq!((status.as_str(), answer), ("NOERROR", vec!["db-0.db.default.svc.cluster.local. 30 IN A 10.244.1.7".to_string()]));
+    assert_eq!(dig(&["10-244-1-7.db"]).0, "NXDOMAIN", "the dashed name is not the endpoint's name any more");
+    let (_, answer, additional) = dig(&["_pg._tcp.db", "SRV"]);
+    assert_eq!(
+        answer,
+        [
+            "_pg._tcp.db.default.svc.cluster.local. 30 IN SRV 0 50 5432 db-0.db.default.svc.cluster.local.",
+            "_pg._tcp.db.default.svc.cluster.local. 30 IN SRV 0 50 5432 db-1.db.default.svc.cluster.local.",
+        ]
+    );
+    assert_eq!(additional, ["db-0.db.default.svc.cluster.local. 30 IN A 10.244.1.7", "db-1.db.default.svc.cluster.local. 30 IN A 10.244.2.8"]);
 }

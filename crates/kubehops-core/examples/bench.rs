@@ -40,6 +40,7 @@ fn cluster(n: usize) -> (Vec<Service>, Vec<EndpointSlice>) {
                     serving: true,
                     terminating: false,
                     target_ref: String::new(),
+                    hostname: None,
                 })
                 .collect(),
             ports: vec![EndpointPort { name: Some("http".into()), protocol: Protocol::Tcp, port: 8080 }],

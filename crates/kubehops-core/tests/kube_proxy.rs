@@ -3,10 +3,13 @@
 //! Names and addresses follow kube-proxy's own iptables tests
 //! (`ns1/svc1:p80`, cluster IP 172.30.0.41, endpoints 10.180.0.x), so the
 //! lines can be compared with upstream's expectations.
+//! Next to each, `kernel/<case>.txt` holds what the kernel's iptables-save
+//! gives back for the same rules (the CLI's `kernel_round_trip` test loads
+//! both into a real kernel).
 //! `UPDATE_EXPECT=1 cargo test -p kubehops-core --test kube_proxy` rewrites them.
 
 use kubehops_core::api::*;
-use kubehops_core::dataplane::kubeproxy::{sync_node, KubeProxyConfig};
+use kubehops_core::dataplane::kubeproxy::{sync_node, KubeProxyConfig, NodeFeatures};
 use kubehops_core::net::{ip, Packet, Protocol, SockAddr};
 use kubehops_core::dataplane::trace::{trace, TraceVerdict};
 use std::fmt::Write as _;
@@ -44,7 +47,7 @@ fn slice(ns: &str, name: &str, eps: &[([u8; 4], &str, bool, bool, bool)]) -> End
         service_name: name.into(),
         endpoints: eps
             .iter()
-            .map(|(a, n, r, s, t)| Endpoint { ip: (*a).into(), node_name: n.to_string(), ready: *r, serving: *s, terminating: *t, target_ref: String::new() })
+            .map(|(a, n, r, s, t)| Endpoint { ip: (*a).into(), node_name: n.to_string(), ready: *r, serving: *s, terminating: *t, target_ref: String::new(), hostname: None })
             .collect(),
         ports: vec![EndpointPort { name: Some("p80".into()), protocol: Protocol::Tcp, port: 80 }],
     }
@@ -84,7 +87,10 @@ fn run(case: &Case) {
         let _ = writeln!(out, "=> {:?} targets=[{}] masquerade={}", t.verdict, targets.join(", "), t.masquerade);
         assert_eq!(t.verdict, *want, "{}: {what}", case.name);
     }
-    kubehops_core::golden::check(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/kube-proxy").join(format!("{}.txt", case.name)), &out);
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/kube-proxy");
+    kubehops_core::golden::check(&dir.join(format!("{}.txt", case.name)), &out);
+    let kernel: String = rules.save_kernel().iter().map(|l| format!("{l}\n")).collect();
+    kubehops_core::golden::check(&dir.join("kernel").join(format!("{}.txt", case.name)), &kernel);
 }
 
 const OUTSIDE: Ipv4Addr = ip(203, 0, 113, 9);
@@ -107,6 +113,20 @@ fn cluster_ip_with_two_endpoints() {
             ("hairpin: an endpoint reaching itself", ip(10, 180, 0, 1), sa([172, 30, 0, 41], 80), false, TraceVerdict::Dnat),
             ("wrong port", POD, sa([172, 30, 0, 41], 81), false, TraceVerdict::None),
         ],
+    });
+}
+
+#[test]
+fn cluster_ip_with_six_endpoints() {
+    // Probabilities 1/6 … 1/2: the kernel keeps each as a 31-bit fraction,
+    // which kernel/six-endpoints.txt shows.
+    let eps: Vec<([u8; 4], &str, bool, bool, bool)> = (1..=6).map(|i| ready([10, 180, 0, i], "other")).collect();
+    run(&Case {
+        name: "six-endpoints",
+        services: vec![svc("ns1", "svc1", ServiceType::ClusterIP, [172, 30, 0, 41], 80, None)],
+        slices: vec![slice("ns1", "svc1", &eps)],
+        cfg: cfg(),
+        packets: vec![("pod to cluster IP reaches all six", POD, sa([172, 30, 0, 41], 80), false, TraceVerdict::Dnat)],
     });
 }
 
@@ -246,7 +266,7 @@ fn masquerade_all_and_no_localhost_node_ports() {
         name: "masquerade-all",
         services: vec![svc("ns1", "svc1", ServiceType::NodePort, [172, 30, 0, 41], 80, Some(3001))],
         slices: vec![slice("ns1", "svc1", &[ready([10, 180, 0, 1], HOST)])],
-        cfg: KubeProxyConfig { cluster_cidr: None, masquerade_all: true, localhost_node_ports: false, hostname_override: None },
+        cfg: KubeProxyConfig { cluster_cidr: None, masquerade_all: true, localhost_node_ports: false, ..Default::default() },
         packets: vec![
             ("pod to cluster IP is masqueraded too", POD, sa([172, 30, 0, 41], 80), false, TraceVerdict::Dnat),
             ("localhost node port is not served", ip(127, 0, 0, 1), sa([127, 0, 0, 1], 3001), true, TraceVerdict::None),
@@ -256,12 +276,14 @@ fn masquerade_all_and_no_localhost_node_ports() {
 
 #[test]
 fn known_upstream_lines_are_reproduced() {
-    // Lines copied from kube-proxy's expectations for the same inputs.
+    // Lines copied from kube-proxy's expectations for the same inputs, on
+    // the node its unit tests fake.
+    let cfg = KubeProxyConfig { node_features: NodeFeatures::UPSTREAM_TEST_FAKE, ..cfg() };
     let rules = sync_node(
         &node(),
         &[svc("ns1", "svc1", ServiceType::ClusterIP, [172, 30, 0, 41], 80, None)],
         &[slice("ns1", "svc1", &[ready([10, 180, 0, 1], HOST)])],
-        &cfg(),
+        &cfg,
     );
     let all = rules.save();
     for want in [
@@ -271,10 +293,11 @@ fn known_upstream_lines_are_reproduced() {
         "-A KUBE-SEP-SXIVWICOYRO3J4NJ -m comment --comment ns1/svc1:p80 -s 10.180.0.1 -j KUBE-MARK-MASQ",
         "-A KUBE-SEP-SXIVWICOYRO3J4NJ -m comment --comment ns1/svc1:p80 -m tcp -p tcp -j DNAT --to-destination 10.180.0.1:80",
         "-A KUBE-FIREWALL -m comment --comment \"block incoming localnet connections\" -d 127.0.0.0/8 ! -s 127.0.0.0/8 -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP",
-        "-A KUBE-FORWARD -m conntrack --ctstate INVALID -j DROP",
+        "-A KUBE-FORWARD -m conntrack --ctstate INVALID -m nfacct --nfacct-name ct_state_invalid_dropped_pkts -j DROP",
         "-A KUBE-FORWARD -m comment --comment \"kubernetes forwarding rules\" -m mark --mark 0x4000/0x4000 -j ACCEPT",
         "-A KUBE-FORWARD -m comment --comment \"kubernetes forwarding conntrack rule\" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
         "-A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN",
+        "-A KUBE-POSTROUTING -m comment --comment \"kubernetes service traffic requiring SNAT\" -j MASQUERADE",
         "-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS",
     ] {
         assert!(all.iter().any(|l| l == want), "missing: {want}");

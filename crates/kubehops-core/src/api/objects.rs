@@ -145,6 +145,18 @@ pub struct ServiceSpec {
     /// `allocateLoadBalancerNodePorts`; unset means true. When false, a
     /// LoadBalancer gets node ports only where the manifest names them.
     pub allocate_load_balancer_node_ports: Option<bool>,
+    /// `spec.ipFamilies`, as stored; empty means IPv4 only. The model
+    /// carries IPv4 addresses only, so a dual-stack Service is modelled by
+    /// its IPv4 half (see [`ServiceSpec::is_dual_stack`]).
+    #[serde(rename = "ipFamilies", default)]
+    pub ip_families: Vec<IpFamily>,
+}
+
+/// One entry of `spec.ipFamilies`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum IpFamily {
+    IPv4,
+    IPv6,
 }
 
 impl ServiceSpec {
@@ -155,6 +167,12 @@ impl ServiceSpec {
             ServiceType::LoadBalancer => self.allocate_load_balancer_node_ports != Some(false),
             _ => false,
         }
+    }
+
+    /// Whether the Service has an IPv6 half besides its IPv4 one, which
+    /// the model leaves out.
+    pub fn is_dual_stack(&self) -> bool {
+        self.ip_families.contains(&IpFamily::IPv4) && self.ip_families.contains(&IpFamily::IPv6)
     }
 }
 
@@ -220,6 +238,13 @@ pub struct Endpoint {
     pub serving: bool,
     pub terminating: bool,
     pub target_ref: String,
+    /// `hostname`: the endpoint's own DNS label under its Service
+    /// (`db-0.db.default.svc.cluster.local` for a StatefulSet's Pod). The
+    /// EndpointSlice controller copies it from a Pod whose `subdomain` is
+    /// the Service's name. Without one, CoreDNS names the endpoint by its
+    /// dashed address.
+    #[serde(default)]
+    pub hostname: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

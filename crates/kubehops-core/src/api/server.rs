@@ -374,7 +374,7 @@ impl ApiServer {
             service_name: svc.name.clone(),
             endpoints: pods
                 .iter()
-                .map(|p| Endpoint { ip: p.ip, node_name: p.node_name.clone(), ready: p.ready, serving: p.ready, terminating: false, target_ref: format!("Pod/{}", p.name) })
+                .map(|p| Endpoint { ip: p.ip, node_name: p.node_name.clone(), ready: p.ready, serving: p.ready, terminating: false, target_ref: format!("Pod/{}", p.name), hostname: None })
                 .collect(),
             ports: svc
                 .spec
@@ -470,10 +470,11 @@ fn validate_static(svc: &Service) -> Vec<FieldError> {
 // Services read from files.
 //
 // `kubehops` reads Services that a real API server already admitted (from
-// `kubectl get -o yaml`) or that someone wrote by hand. These checks are
-// the API server's create-time checks that need no stored state, plus the
-// allocators' range and conflict checks across the set; what is missing
-// is allocated as `apply_service` would.
+// `kubectl get -o yaml`) or that someone wrote by hand. Each is held to the
+// API server's create-time checks that need no stored state (names, types,
+// ranges). Across the set, values are taken as stored: a clash between two
+// allocated values is a `StoredWarning`, since kube-proxy writes rules for
+// both. What is missing is allocated as `apply_service` would.
 
 /// The create-time checks of one Service read from a file, with the API
 /// server's field paths and wording. Node ports (and the health check node
@@ -575,118 +576,213 @@ pub fn validate_stored_service(svc: &Service, node_port_range: PortRange) -> Vec
     out
 }
 
-/// Admits a set of Services read from files, in the order given: each is
-/// validated, a cluster IP or node port claimed by two Services is refused
-/// for the second, and cluster IPs and node ports left out are allocated
-/// from `config` as `apply_service` allocates them (deterministically).
-/// Status is kept as read. The first Service with a problem is reported.
-pub fn admit_stored_services(services: Vec<Service>, config: &ApiServerConfig) -> Result<Vec<Service>, ApiError> {
-    let err = |svc: &Service, causes: Vec<FieldError>| ApiError { kind: "Service".into(), name: svc.name.clone(), causes };
-    let mut api = ApiServer::new(config.clone());
-    // Given addresses and ports first, so allocation avoids all of them.
+/// A value a stored Service holds that the API server would refuse if the
+/// Service were created now, but that kube-proxy and kubectl act on as it
+/// is stored. Two Services can come to share an address after a restore
+/// from backup or a hand-edited `kubectl get -o yaml`, and upstream's own
+/// test fixtures do it on purpose. `kubehops` reports these as warnings;
+/// [`StoredWarning::field_error`] gives the API server's refusal.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StoredWarning {
+    /// `service` has cluster IP `ip`, which `holder` (earlier in the input) has too.
+    ClusterIpInUse { service: ObjectRef, ip: Ipv4Addr, holder: ObjectRef },
+    /// `service`'s `field` holds node port `port`, which `holder`'s
+    /// `holder_field` holds too (the holder may be the Service itself, when
+    /// its health check node port repeats one of its node ports).
+    NodePortInUse { service: ObjectRef, field: String, port: u16, holder: ObjectRef, holder_field: String },
+    /// `spec.healthCheckNodePort` on a Service that is not a LoadBalancer
+    /// with externalTrafficPolicy Local. kube-proxy serves no health check
+    /// for it, and the port is not taken from the allocator.
+    HealthCheckNodePortNotAllowed { service: ObjectRef, port: u16 },
+}
+
+impl StoredWarning {
+    /// The Service the warning is about.
+    pub fn service(&self) -> &ObjectRef {
+        match self {
+            StoredWarning::ClusterIpInUse { service, .. }
+            | StoredWarning::NodePortInUse { service, .. }
+            | StoredWarning::HealthCheckNodePortNotAllowed { service, .. } => service,
+        }
+    }
+
+    /// The error the API server gives when asked to create the Service
+    /// with this value.
+    pub fn field_error(&self) -> FieldError {
+        match self {
+            StoredWarning::ClusterIpInUse { ip, .. } => FieldError {
+                field: "spec.clusterIPs".into(),
+                kind: FieldErrorKind::Invalid,
+                value: Some(format!("[]string{{\"{ip}\"}}")),
+                detail: format!("failed to allocate IP {ip}: provided IP is already allocated"),
+            },
+            StoredWarning::NodePortInUse { field, port, .. } => FieldError {
+                field: field.clone(),
+                kind: FieldErrorKind::Invalid,
+                value: Some(port.to_string()),
+                detail: "provided port is already allocated".into(),
+            },
+            StoredWarning::HealthCheckNodePortNotAllowed { port, .. } => FieldError {
+                field: "spec.healthCheckNodePort".into(),
+                kind: FieldErrorKind::Invalid,
+                value: Some(port.to_string()),
+                detail: "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'".into(),
+            },
+        }
+    }
+}
+
+/// Services read from files, admitted: each has its cluster IP and node
+/// ports, and `warnings` lists what the API server would have refused.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Admitted {
+    pub services: Vec<Service>,
+    pub warnings: Vec<StoredWarning>,
+}
+
+impl Admitted {
+    /// The strict reading, as if every Service were created anew in input
+    /// order: the first Service with a warning is refused, with each of its
+    /// warnings as a cause.
+    pub fn strict(self) -> Result<Vec<Service>, ApiError> {
+        let Some(first) = self.warnings.first().map(|w| w.service().clone()) else {
+            return Ok(self.services);
+        };
+        let causes = self.warnings.iter().filter(|w| *w.service() == first).map(StoredWarning::field_error).collect();
+        Err(ApiError { kind: "Service".into(), name: first.name, causes })
+    }
+}
+
+/// Whether the API server gives (and wants) a health check node port.
+fn needs_health_check(svc: &Service) -> bool {
+    svc.spec.type_ == ServiceType::LoadBalancer && svc.spec.external_traffic_policy == crate::api::TrafficPolicy::Local
+}
+
+/// Admits a set of Services read from files, in the order given. Each is
+/// validated as the API server validates a new object; the first one with
+/// a problem is the error. Values already allocated are taken as stored:
+/// a cluster IP or node port that two Services hold is a warning charged to
+/// the later one, not an error. Cluster IPs and node ports left out are
+/// allocated from `config` as `apply_service` allocates them
+/// (deterministically), avoiding every stored one. Status is kept as read.
+pub fn admit_stored_services(services: Vec<Service>, config: &ApiServerConfig) -> Result<Admitted, ApiError> {
     for svc in &services {
         let causes = validate_stored_service(svc, config.node_port_range);
         if !causes.is_empty() {
-            return Err(err(svc, causes));
-        }
-        let mut causes = Vec::new();
-        if let Some(ip) = svc.spec.cluster_ip.filter(|_| svc.spec.type_ != ServiceType::ExternalName) {
-            if !api.cluster_ips.insert(ip) && !is_reserved(config, ip) {
-                causes.push(FieldError {
-                    field: "spec.clusterIPs".into(),
-                    kind: FieldErrorKind::Invalid,
-                    value: Some(format!("[]string{{\"{ip}\"}}")),
-                    detail: format!("failed to allocate IP {ip}: provided IP is already allocated"),
-                });
-            }
-        }
-        if svc.spec.type_.has_node_ports() {
-            for (i, p) in svc.spec.ports.iter().enumerate() {
-                if let Some(np) = p.node_port {
-                    if !api.node_ports.insert((p.protocol, np)) {
-                        causes.push(FieldError {
-                            field: format!("spec.ports[{i}].nodePort"),
-                            kind: FieldErrorKind::Invalid,
-                            value: Some(np.to_string()),
-                            detail: "provided port is already allocated".into(),
-                        });
-                    }
-                }
-            }
-        }
-        if let Some(hc) = svc.spec.health_check_node_port {
-            if !api.node_ports.insert((Protocol::Tcp, hc)) {
-                causes.push(FieldError {
-                    field: "spec.healthCheckNodePort".into(),
-                    kind: FieldErrorKind::Invalid,
-                    value: Some(hc.to_string()),
-                    detail: "provided port is already allocated".into(),
-                });
-            }
-        }
-        if !causes.is_empty() {
-            return Err(err(svc, causes));
+            return Err(ApiError { kind: "Service".into(), name: svc.name.clone(), causes });
         }
     }
-    let mut out = Vec::with_capacity(services.len());
-    for mut svc in services {
-        let key = svc.object_ref();
-        let wants_ip = svc.spec.type_ != ServiceType::ExternalName && !svc.spec.headless;
-        if wants_ip && svc.spec.cluster_ip.is_none() {
-            match api.next_cluster_ip(&key) {
-                Some(ip) => {
-                    api.cluster_ips.insert(ip);
-                    svc.spec.cluster_ip = Some(ip);
-                }
-                None => {
-                    let cause = FieldError::cluster_ip_range_full();
-                    return Err(err(&svc, vec![cause]));
-                }
-            }
-        }
-        if svc.spec.allocates_node_ports() {
-            for i in 0..svc.spec.ports.len() {
-                if svc.spec.ports[i].node_port.is_some() {
-                    continue;
-                }
-                let proto = svc.spec.ports[i].protocol;
-                match api.next_node_port(&key, i, proto, &BTreeSet::new()) {
-                    Some(np) => {
-                        api.node_ports.insert((proto, np));
-                        svc.spec.ports[i].node_port = Some(np);
-                    }
-                    None => {
-                        let cause = FieldError::node_port_range_full(format!("spec.ports[{i}].nodePort"));
-                        return Err(err(&svc, vec![cause]));
-                    }
-                }
-            }
-        }
-        // A LoadBalancer with externalTrafficPolicy Local gets a node port
-        // for the balancer's health checks.
-        let needs_health_check = svc.spec.type_ == ServiceType::LoadBalancer && svc.spec.external_traffic_policy == crate::api::TrafficPolicy::Local;
-        if needs_health_check && svc.spec.health_check_node_port.is_none() {
-            let index = svc.spec.ports.len();
-            match api.next_node_port(&key, index, Protocol::Tcp, &BTreeSet::new()) {
-                Some(np) => {
-                    api.node_ports.insert((Protocol::Tcp, np));
-                    svc.spec.health_check_node_port = Some(np);
-                }
-                None => {
-                    let cause = FieldError::node_port_range_full("spec.healthCheckNodePort");
-                    return Err(err(&svc, vec![cause]));
-                }
-            }
-        }
-        out.push(svc);
-    }
-    Ok(out)
+    let mut api = ApiServer::new(config.clone());
+    // Stored values first, so allocation avoids all of them.
+    let warnings = claim_stored_values(&services, &mut api);
+    let services = services.into_iter().map(|svc| allocate_missing(&mut api, svc)).collect::<Result<_, _>>()?;
+    Ok(Admitted { services, warnings })
 }
 
-/// The two addresses `ApiServer::new` holds back (the network address and
-/// the `kubernetes` Service's); a file may well contain the latter.
-fn is_reserved(config: &ApiServerConfig, ip: Ipv4Addr) -> bool {
-    config.service_cidr.nth(0) == Some(ip) || config.service_cidr.nth(1) == Some(ip)
+/// The node ports a stored Service holds, with their fields: one per
+/// service port of a type that has them, and the health check node port
+/// where the API server allows one.
+fn held_node_ports(svc: &Service) -> Vec<(String, u16)> {
+    let mut out = Vec::new();
+    if svc.spec.type_.has_node_ports() {
+        for (i, p) in svc.spec.ports.iter().enumerate() {
+            if let Some(np) = p.node_port {
+                out.push((format!("spec.ports[{i}].nodePort"), np));
+            }
+        }
+    }
+    if let Some(hc) = svc.spec.health_check_node_port.filter(|_| needs_health_check(svc)) {
+        out.push((HEALTH_CHECK_FIELD.to_string(), hc));
+    }
+    out
+}
+
+/// Takes a node port number for every protocol, as the API server's
+/// allocator (which counts numbers only) does, so later allocation skips it.
+fn take_node_port(api: &mut ApiServer, port: u16) {
+    for proto in [Protocol::Tcp, Protocol::Udp, Protocol::Sctp] {
+        api.node_ports.insert((proto, port));
+    }
+}
+
+const HEALTH_CHECK_FIELD: &str = "spec.healthCheckNodePort";
+
+/// Marks every stored cluster IP and node port as taken, and reports the
+/// ones an earlier Service already holds. The API server's node port
+/// allocator counts port numbers whatever the protocol, so UDP 30053 of one
+/// Service clashes with TCP 30053 of another; one Service may use a number
+/// for both protocols, but not again for its health check.
+fn claim_stored_values(services: &[Service], api: &mut ApiServer) -> Vec<StoredWarning> {
+    let mut ip_holders: BTreeMap<Ipv4Addr, ObjectRef> = BTreeMap::new();
+    let mut port_holders: BTreeMap<u16, (ObjectRef, String)> = BTreeMap::new();
+    let mut warnings = Vec::new();
+    for svc in services {
+        let me = svc.object_ref();
+        if let Some(ip) = svc.spec.cluster_ip.filter(|_| svc.spec.type_ != ServiceType::ExternalName) {
+            match ip_holders.get(&ip) {
+                Some(holder) => warnings.push(StoredWarning::ClusterIpInUse { service: me.clone(), ip, holder: holder.clone() }),
+                None => {
+                    ip_holders.insert(ip, me.clone());
+                }
+            }
+            api.cluster_ips.insert(ip);
+        }
+        for (field, port) in held_node_ports(svc) {
+            let shared_within = |h: &ObjectRef, hf: &str| *h == me && field != HEALTH_CHECK_FIELD && hf != HEALTH_CHECK_FIELD;
+            match port_holders.get(&port).filter(|(h, hf)| !shared_within(h, hf)) {
+                Some((holder, holder_field)) => warnings.push(StoredWarning::NodePortInUse {
+                    service: me.clone(),
+                    field,
+                    port,
+                    holder: holder.clone(),
+                    holder_field: holder_field.clone(),
+                }),
+                None => {
+                    port_holders.entry(port).or_insert((me.clone(), field));
+                }
+            }
+            take_node_port(api, port);
+        }
+        if let Some(port) = svc.spec.health_check_node_port.filter(|_| !needs_health_check(svc)) {
+            warnings.push(StoredWarning::HealthCheckNodePortNotAllowed { service: me.clone(), port });
+        }
+    }
+    warnings
+}
+
+/// Fills in what a stored Service leaves out: its cluster IP, its node
+/// ports, and the health check node port of a LoadBalancer with
+/// externalTrafficPolicy Local.
+fn allocate_missing(api: &mut ApiServer, mut svc: Service) -> Result<Service, ApiError> {
+    let key = svc.object_ref();
+    let err = |svc: &Service, cause: FieldError| ApiError { kind: "Service".into(), name: svc.name.clone(), causes: vec![cause] };
+    let wants_ip = svc.spec.type_ != ServiceType::ExternalName && !svc.spec.headless;
+    if wants_ip && svc.spec.cluster_ip.is_none() {
+        let ip = api.next_cluster_ip(&key).ok_or_else(|| err(&svc, FieldError::cluster_ip_range_full()))?;
+        api.cluster_ips.insert(ip);
+        svc.spec.cluster_ip = Some(ip);
+    }
+    if svc.spec.allocates_node_ports() {
+        for i in 0..svc.spec.ports.len() {
+            if svc.spec.ports[i].node_port.is_some() {
+                continue;
+            }
+            let proto = svc.spec.ports[i].protocol;
+            let field = format!("spec.ports[{i}].nodePort");
+            let np = api.next_node_port(&key, i, proto, &BTreeSet::new()).ok_or_else(|| err(&svc, FieldError::node_port_range_full(field)))?;
+            take_node_port(api, np);
+            svc.spec.ports[i].node_port = Some(np);
+        }
+    }
+    if needs_health_check(&svc) && svc.spec.health_check_node_port.is_none() {
+        let index = svc.spec.ports.len();
+        let np = api
+            .next_node_port(&key, index, Protocol::Tcp, &BTreeSet::new())
+            .ok_or_else(|| err(&svc, FieldError::node_port_range_full(HEALTH_CHECK_FIELD)))?;
+        take_node_port(api, np);
+        svc.spec.health_check_node_port = Some(np);
+    }
+    Ok(svc)
 }
 
 /// A string value as the API server quotes it in an error.
@@ -927,25 +1023,135 @@ mod stored_service_tests {
         s.spec.headless = true;
         s.spec.ports.clear();
         let out = admit_stored_services(vec![s], &ApiServerConfig::default()).unwrap();
-        assert_eq!(out[0].spec.cluster_ip, None);
+        assert_eq!(out.services[0].spec.cluster_ip, None);
+    }
+
+    fn admit(services: Vec<Service>) -> Admitted {
+        admit_stored_services(services, &ApiServerConfig::default()).expect("admitted")
     }
 
     #[test]
-    fn conflicts_across_files_are_refused_and_gaps_allocated() {
+    fn a_shared_cluster_ip_is_a_warning_and_strict_refuses_it() {
+        let mut a = svc("a", ServiceType::ClusterIP);
+        a.spec.cluster_ip = Some(ip(10, 9, 8, 7));
+        let mut b = svc("b", ServiceType::ClusterIP);
+        b.spec.cluster_ip = Some(ip(10, 9, 8, 7));
+        let out = admit(vec![a.clone(), b.clone()]);
+        assert_eq!(out.services.iter().map(ip_of).collect::<Vec<_>>(), [ip(10, 9, 8, 7), ip(10, 9, 8, 7)], "both keep the stored address");
+        assert_eq!(
+            out.warnings,
+            [StoredWarning::ClusterIpInUse { service: ObjectRef::new("default", "b"), ip: ip(10, 9, 8, 7), holder: ObjectRef::new("default", "a") }]
+        );
+        assert_eq!(
+            out.strict().unwrap_err().to_string(),
+            "Service \"b\" is invalid: spec.clusterIPs: Invalid value: []string{\"10.9.8.7\"}: failed to allocate IP 10.9.8.7: provided IP is already allocated"
+        );
+        // The kubernetes Service's address, reserved by the allocator, is no clash by itself.
+        a.spec.cluster_ip = Some(ip(10, 96, 0, 1));
+        assert!(admit(vec![a.clone()]).warnings.is_empty());
+        b.spec.cluster_ip = Some(ip(10, 96, 0, 1));
+        assert_eq!(admit(vec![a, b]).warnings.len(), 1, "but two Services on it are");
+    }
+
+    #[test]
+    fn shared_node_ports_are_warnings_charged_to_the_later_service() {
         let mut a = svc("a", ServiceType::NodePort);
         a.spec.cluster_ip = Some(ip(10, 96, 0, 50));
         a.spec.ports[0].node_port = Some(31000);
         let mut b = svc("b", ServiceType::NodePort);
         b.spec.ports[0].node_port = Some(31000);
-        let e = admit_stored_services(vec![a.clone(), b], &ApiServerConfig::default()).unwrap_err();
-        assert_eq!(e.to_string(), "Service \"b\" is invalid: spec.ports[0].nodePort: Invalid value: 31000: provided port is already allocated");
-        let mut c = svc("c", ServiceType::ClusterIP);
-        c.spec.cluster_ip = Some(ip(10, 96, 0, 50));
-        let e = admit_stored_services(vec![a.clone(), c], &ApiServerConfig::default()).unwrap_err();
-        assert!(e.to_string().ends_with("failed to allocate IP 10.96.0.50: provided IP is already allocated"), "{e}");
+        let out = admit(vec![a.clone(), b]);
+        assert_eq!(out.services[1].spec.ports[0].node_port, Some(31000));
+        assert_eq!(
+            out.warnings,
+            [StoredWarning::NodePortInUse {
+                service: ObjectRef::new("default", "b"),
+                field: "spec.ports[0].nodePort".into(),
+                port: 31000,
+                holder: ObjectRef::new("default", "a"),
+                holder_field: "spec.ports[0].nodePort".into(),
+            }]
+        );
+        assert_eq!(out.strict().unwrap_err().to_string(), "Service \"b\" is invalid: spec.ports[0].nodePort: Invalid value: 31000: provided port is already allocated");
 
+        // A health check node port that repeats a node port, its own or another's.
+        let mut local = svc("local", ServiceType::LoadBalancer);
+        local.spec.external_traffic_policy = crate::api::TrafficPolicy::Local;
+        local.spec.ports[0].node_port = Some(31500);
+        local.spec.health_check_node_port = Some(31500);
+        let out = admit(vec![a.clone(), local.clone()]);
+        assert_eq!(out.warnings.len(), 1);
+        assert!(matches!(&out.warnings[0], StoredWarning::NodePortInUse { field, holder, .. } if field == "spec.healthCheckNodePort" && holder.name == "local"));
+        local.spec.health_check_node_port = Some(31000);
+        let e = admit(vec![a, local]).strict().unwrap_err();
+        assert_eq!(e.to_string(), "Service \"local\" is invalid: spec.healthCheckNodePort: Invalid value: 31000: provided port is already allocated");
+    }
+
+    #[test]
+    fn node_port_numbers_clash_across_protocols_but_not_within_a_service() {
+        let mut dns = svc("dns", ServiceType::NodePort);
+        dns.spec.ports = vec![
+            ServicePort { name: Some("udp".into()), protocol: Protocol::Udp, port: 53, target_port: 53, node_port: Some(30053) },
+            ServicePort { name: Some("tcp".into()), protocol: Protocol::Tcp, port: 53, target_port: 53, node_port: Some(30053) },
+        ];
+        assert!(admit(vec![dns.clone()]).warnings.is_empty(), "one Service, one number, two protocols");
+        let mut other = svc("other", ServiceType::NodePort);
+        other.spec.ports[0].node_port = Some(30053);
+        let out = admit(vec![dns, other]);
+        assert!(matches!(&out.warnings[..], [StoredWarning::NodePortInUse { service, holder_field, .. }] if service.name == "other" && holder_field == "spec.ports[0].nodePort"));
+        // Allocation skips a number another protocol holds.
+        let config = ApiServerConfig { node_port_range: PortRange { first: 30000, last: 30001 }, ..Default::default() };
+        for held in [30000, 30001] {
+            let mut tcp = svc("tcp", ServiceType::NodePort);
+            tcp.spec.ports[0].node_port = Some(held);
+            let mut udp = svc("udp", ServiceType::NodePort);
+            udp.spec.ports[0].protocol = Protocol::Udp;
+            let out = admit_stored_services(vec![tcp, udp], &config).unwrap();
+            assert_eq!(out.services[1].spec.ports[0].node_port, Some(60001 - held));
+        }
+    }
+
+    #[test]
+    fn a_health_check_port_the_api_server_forbids_is_a_warning() {
+        let mut s = svc("web", ServiceType::LoadBalancer);
+        s.spec.health_check_node_port = Some(31999);
+        let out = admit(vec![s]);
+        assert_eq!(out.services[0].spec.health_check_node_port, Some(31999), "kept as stored; kube-proxy ignores it");
+        assert_eq!(out.warnings, [StoredWarning::HealthCheckNodePortNotAllowed { service: ObjectRef::new("default", "web"), port: 31999 }]);
+        assert_eq!(
+            out.strict().unwrap_err().causes[0].to_string(),
+            "spec.healthCheckNodePort: Invalid value: 31999: may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'"
+        );
+        // It is not taken from the allocator: another Service may hold it.
+        let mut other = svc("other", ServiceType::NodePort);
+        other.spec.ports[0].node_port = Some(31999);
+        let mut s = svc("web", ServiceType::ClusterIP);
+        s.spec.health_check_node_port = Some(31999);
+        assert_eq!(admit(vec![s, other]).warnings.len(), 1);
+    }
+
+    #[test]
+    fn strict_names_every_problem_of_the_first_service() {
+        let mut a = svc("a", ServiceType::NodePort);
+        a.spec.cluster_ip = Some(ip(10, 96, 0, 50));
+        a.spec.ports[0].node_port = Some(31000);
+        let mut b = a.clone();
+        b.name = "b".into();
+        let mut c = a.clone();
+        c.name = "c".into();
+        let out = admit(vec![a, b, c]);
+        assert_eq!(out.warnings.len(), 4, "two clashes each for b and c");
+        let e = out.strict().unwrap_err();
+        assert_eq!((e.name.as_str(), e.causes.len()), ("b", 2));
+    }
+
+    #[test]
+    fn gaps_are_allocated_around_stored_values() {
+        let mut a = svc("a", ServiceType::NodePort);
+        a.spec.cluster_ip = Some(ip(10, 96, 0, 50));
+        a.spec.ports[0].node_port = Some(31000);
         let d = svc("d", ServiceType::LoadBalancer);
-        let out = admit_stored_services(vec![a, d], &ApiServerConfig::default()).unwrap();
+        let out = admit(vec![a, d]).services;
         let ip = out[1].spec.cluster_ip.expect("allocated");
         assert_ne!(ip, ip_of(&out[0]));
         let np = out[1].spec.ports[0].node_port.expect("allocated");
@@ -954,14 +1160,21 @@ mod stored_service_tests {
 
         let mut local = svc("local", ServiceType::LoadBalancer);
         local.spec.external_traffic_policy = crate::api::TrafficPolicy::Local;
-        let out = admit_stored_services(vec![local.clone()], &ApiServerConfig::default()).unwrap();
+        let out = admit(vec![local]).services;
         let hc = out[0].spec.health_check_node_port.expect("health check node port allocated");
         assert!(PortRange::DEFAULT.contains(hc) && Some(hc) != out[0].spec.ports[0].node_port);
-        let mut clash = svc("clash", ServiceType::NodePort);
-        clash.spec.ports[0].node_port = Some(31500);
-        local.spec.health_check_node_port = Some(31500);
-        let e = admit_stored_services(vec![clash, local], &ApiServerConfig::default()).unwrap_err();
-        assert_eq!(e.to_string(), "Service \"local\" is invalid: spec.healthCheckNodePort: Invalid value: 31500: provided port is already allocated");
+    }
+
+    #[test]
+    fn out_of_range_and_duplicates_inside_one_service_stay_errors() {
+        let mut s = svc("web", ServiceType::NodePort);
+        s.spec.ports.push(ServicePort { name: Some("b".into()), protocol: Protocol::Tcp, port: 81, target_port: 81, node_port: Some(31000) });
+        s.spec.ports[0].name = Some("a".into());
+        s.spec.ports[0].node_port = Some(31000);
+        assert_eq!(message(s), "Service \"web\" is invalid: spec.ports[1].nodePort: Invalid value: 31000: provided port is already allocated");
+        let mut s = svc("local", ServiceType::LoadBalancer);
+        s.spec.health_check_node_port = Some(1000);
+        assert!(message(s).contains("spec.healthCheckNodePort: Invalid value: 1000: provided port is not in the valid range"));
     }
 
     fn ip_of(s: &Service) -> Ipv4Addr {

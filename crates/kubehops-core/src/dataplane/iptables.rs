@@ -12,6 +12,8 @@ use std::fmt::Write as _;
 pub enum TableName {
     Filter,
     Nat,
+    /// kube-proxy writes no rules here; only its canary chain lives in it.
+    Mangle,
 }
 
 impl TableName {
@@ -19,6 +21,16 @@ impl TableName {
         match self {
             TableName::Filter => "filter",
             TableName::Nat => "nat",
+            TableName::Mangle => "mangle",
+        }
+    }
+
+    /// The built-in chains of the table, in the order iptables-save lists them.
+    pub fn builtin_chains(self) -> &'static [&'static str] {
+        match self {
+            TableName::Filter => &["INPUT", "FORWARD", "OUTPUT"],
+            TableName::Nat => &["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"],
+            TableName::Mangle => &["PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"],
         }
     }
 }
@@ -50,6 +62,10 @@ pub enum Match {
     /// `-m recent --name NAME --rcheck --seconds S --reap`: the source was
     /// remembered within S seconds.
     RecentCheck { name: String, seconds: u32 },
+    /// `-m nfacct --nfacct-name NAME`: counts the packet in the named
+    /// nfacct object and always matches. The object must exist before the
+    /// rule is loaded (kube-proxy creates its counters first).
+    Nfacct(String),
 }
 
 /// A connection tracking state, as `--ctstate` names it.
@@ -84,8 +100,9 @@ pub enum Target {
     Reject,
     /// `-j DNAT --to-destination IP:PORT`.
     Dnat(SockAddr),
-    /// `-j MASQUERADE --random-fully`.
-    Masquerade,
+    /// `-j MASQUERADE`, with `--random-fully` when the node's iptables
+    /// supports it.
+    Masquerade { random_fully: bool },
     /// `-j MARK --or-mark V`.
     OrMark(u32),
     /// `-j MARK --xor-mark V`.
@@ -177,6 +194,9 @@ impl Rule {
                 Match::RecentCheck { name, seconds } => {
                     let _ = write!(s, " -m recent --name {name} --rcheck --seconds {seconds} --reap");
                 }
+                Match::Nfacct(name) => {
+                    let _ = write!(s, " -m nfacct --nfacct-name {name}");
+                }
             }
         }
         match &self.target {
@@ -190,7 +210,7 @@ impl Rule {
             Target::Dnat(to) => {
                 let _ = write!(s, " -j DNAT --to-destination {to}");
             }
-            Target::Masquerade => s.push_str(" -j MASQUERADE --random-fully"),
+            Target::Masquerade { random_fully } => s.push_str(if *random_fully { " -j MASQUERADE --random-fully" } else { " -j MASQUERADE" }),
             Target::OrMark(v) => {
                 let _ = write!(s, " -j MARK --or-mark {v:#x}");
             }
@@ -204,8 +224,9 @@ impl Rule {
 
     /// The rule as the kernel's `iptables-save` prints it back: addresses
     /// and the protocol first (`-s`, `-d` with their prefix length, `-p`),
-    /// then each match module in order, comments always quoted, and MARK
-    /// targets as `--set-xmark`.
+    /// then each match module in order, strings quoted as iptables quotes
+    /// them, probabilities as the kernel stores them, and MARK targets as
+    /// `--set-xmark`.
     pub fn render_kernel(&self, chain: &str) -> String {
         let mut s = format!("-A {chain}");
         for m in &self.matches {
@@ -227,7 +248,7 @@ impl Rule {
                 Match::Source { .. } | Match::Destination { .. } | Match::DestinationPort(_) => {}
                 Match::DstTypeLocal { .. } | Match::SrcTypeLocal { .. } | Match::Mark { .. } | Match::CtState { .. } => shared_module(m, &mut s),
                 Match::Comment(c) => {
-                    let _ = write!(s, " -m comment --comment \"{}\"", c.replace('"', "\\\""));
+                    let _ = write!(s, " -m comment --comment {}", save_string(c));
                 }
                 Match::Protocol(p) => {
                     let _ = write!(s, " -m {}", p.lower());
@@ -236,13 +257,18 @@ impl Rule {
                     }
                 }
                 Match::Probability(p) => {
-                    let _ = write!(s, " -m statistic --mode random --probability {p:.11}");
+                    let _ = write!(s, " -m statistic --mode random --probability {:.11}", kernel_probability(*p));
                 }
                 Match::RecentSet { name } => {
                     let _ = write!(s, " -m recent --set --name {name} --mask 255.255.255.255 --rsource");
                 }
                 Match::RecentCheck { name, seconds } => {
                     let _ = write!(s, " -m recent --rcheck --seconds {seconds} --reap --name {name} --mask 255.255.255.255 --rsource");
+                }
+                Match::Nfacct(name) => {
+                    // libxt_nfacct prints the option with its own space, and
+                    // the name with another.
+                    let _ = write!(s, " -m nfacct --nfacct-name  {}", save_string(name));
                 }
             }
         }
@@ -292,6 +318,37 @@ fn neg(n: bool) -> &'static str {
     } else {
         ""
     }
+}
+
+/// The probability the kernel keeps for `--probability`, as iptables-save
+/// reads it back. kube-proxy writes 1/n with ten decimals; libxt_statistic
+/// stores `lround(0x80000000 * p)` in a u32, and prints that count divided
+/// by 0x80000000 with `%.11f`. So 1/3 comes back as 0.33333333349.
+pub fn kernel_probability(p: f64) -> f64 {
+    const SCALE: f64 = 2_147_483_648.0; // 0x80000000
+    let written: f64 = format!("{p:.10}").parse().unwrap_or(p);
+    // f64::round rounds halves away from zero, as C's lround does.
+    (written * SCALE).round().clamp(0.0, u32::MAX as f64) / SCALE
+}
+
+/// A string argument as iptables-save prints it (xtables_save_string):
+/// bare when it is non-empty and only letters, digits, `_` and `-`;
+/// otherwise in double quotes with `"`, `'` and `\` escaped by a backslash.
+fn save_string(v: &str) -> String {
+    let bare = !v.is_empty() && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if bare {
+        return v.to_string();
+    }
+    let mut out = String::with_capacity(v.len() + 2);
+    out.push('"');
+    for c in v.chars() {
+        if matches!(c, '"' | '\'' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
 }
 
 /// iptables prints a /32 as the bare address.
@@ -426,20 +483,23 @@ impl Table {
         out
     }
 
-    /// The table as the kernel's `iptables-save` prints it: built-in
-    /// chains first, then user chains sorted by name, rules grouped by
-    /// chain in that order, each in [`Rule::render_kernel`] form.
-    pub fn save_kernel(&self) -> Vec<String> {
-        let mut order: Vec<&Chain> = self.chains.iter().filter(|c| c.is_builtin()).collect();
-        let mut user: Vec<&Chain> = self.chains.iter().filter(|c| !c.is_builtin()).collect();
-        user.sort_by(|a, b| a.name.cmp(&b.name));
-        order.extend(user);
+    /// The table as the kernel's `iptables-save` prints it: every
+    /// built-in chain of the table in the kernel's order, then user chains
+    /// sorted by name (with `empty_chains`, created outside this table's
+    /// rules, among them), rules grouped by chain in that order, each in
+    /// [`Rule::render_kernel`] form.
+    pub fn save_kernel(&self, empty_chains: &[&str]) -> Vec<String> {
+        let builtins = self.name.builtin_chains();
+        let mut user: Vec<&str> = self.chains.iter().map(|c| c.name.as_str()).filter(|n| !builtins.contains(n)).collect();
+        user.extend(empty_chains.iter().filter(|n| self.position(n).is_none()));
+        user.sort_unstable();
         let mut out = vec![format!("*{}", self.name.as_str())];
-        for c in &order {
-            out.push(format!(":{} {} [0:0]", c.name, if c.is_builtin() { "ACCEPT" } else { "-" }));
-        }
-        for c in &order {
-            out.extend(c.rules.iter().map(|r| r.render_kernel(&c.name)));
+        out.extend(builtins.iter().map(|c| format!(":{c} ACCEPT [0:0]")));
+        out.extend(user.iter().map(|c| format!(":{c} - [0:0]")));
+        for name in builtins.iter().chain(&user) {
+            if let Some(c) = self.chain(name) {
+                out.extend(c.rules.iter().map(|r| r.render_kernel(&c.name)));
+            }
         }
         out.push("COMMIT".into());
         out
@@ -493,6 +553,30 @@ mod tests {
         assert_eq!(sep.render_kernel("KUBE-SEP-X"), "-A KUBE-SEP-X -p tcp -m comment --comment \"default/kubernetes:https\" -m tcp -j DNAT --to-destination 172.18.0.2:6443");
         let stat = Rule::new(vec![Match::Probability(0.5)], Target::Jump("KUBE-SEP-Y".into()));
         assert_eq!(stat.render_kernel("C"), "-A C -m statistic --mode random --probability 0.50000000000 -j KUBE-SEP-Y");
+    }
+
+    #[test]
+    fn probabilities_and_strings_as_the_kernel_gives_them_back() {
+        // Read back from iptables-save (legacy and nft, iptables 1.8.9)
+        // after loading kube-proxy's ten-decimal values.
+        let back = |n: f64| format!("{:.11}", kernel_probability(1.0 / n));
+        assert_eq!(back(2.0), "0.50000000000");
+        assert_eq!(back(3.0), "0.33333333349");
+        assert_eq!(back(5.0), "0.20000000019");
+        assert_eq!(back(6.0), "0.16666666651");
+        // Rounded, not truncated: 0x80000000/3 = 715827882.67 is kept as 715827883.
+        assert_eq!(kernel_probability(1.0 / 3.0) * 2_147_483_648.0, 715_827_883.0);
+        let r = |c: &str| Rule::new(vec![Match::Comment(c.into())], Target::Drop).render_kernel("C");
+        assert_eq!(r("a"), "-A C -m comment --comment a -j DROP");
+        assert_eq!(r("a_b-9"), "-A C -m comment --comment a_b-9 -j DROP");
+        assert_eq!(r("ns1/svc1:p80"), "-A C -m comment --comment \"ns1/svc1:p80\" -j DROP");
+        assert_eq!(r("a b"), "-A C -m comment --comment \"a b\" -j DROP");
+        assert_eq!(r("x\"y"), "-A C -m comment --comment \"x\\\"y\" -j DROP");
+        assert_eq!(r("a'b"), "-A C -m comment --comment \"a\\'b\" -j DROP");
+        assert_eq!(r(""), "-A C -m comment --comment \"\" -j DROP");
+        let counted = Rule::new(vec![Match::Nfacct("ct_state_invalid_dropped_pkts".into())], Target::Drop);
+        assert_eq!(counted.render("C"), "-A C -m nfacct --nfacct-name ct_state_invalid_dropped_pkts -j DROP");
+        assert_eq!(counted.render_kernel("C"), "-A C -m nfacct --nfacct-name  ct_state_invalid_dropped_pkts -j DROP");
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! kube-proxy in iptables mode: from Services and EndpointSlices to the
-//! `nat` rules of one node.
+//! `filter` and `nat` rules of one node.
 //!
 //! The chain layout, names, comments and rule order follow kube-proxy's
 //! iptables proxier: `KUBE-SERVICES` matches a Service address and jumps to
@@ -7,18 +7,66 @@
 //! `KUBE-SVC-…` picks an endpoint with `-m statistic`, and each
 //! `KUBE-SEP-…` DNATs to one Pod. Packets that need SNAT are marked by
 //! `KUBE-MARK-MASQ` and masqueraded in `KUBE-POSTROUTING`.
+//!
+//! Some rules depend on what the node can do ([`NodeFeatures`]), as
+//! kube-proxy probes it at start. Three renderings exist: the node's
+//! kube-proxy tables ([`NodeRules::save`]), the iptables-restore payload of
+//! one sync, full or partial ([`restore_payload`]), and what the kernel
+//! gives back ([`NodeRules::save_kernel`]).
 
-use crate::api::{EndpointSlice, IpMode, Node, Service, ServicePort, ServiceType, SessionAffinity, TrafficPolicy};
+use crate::api::{EndpointSlice, IpMode, Node, ObjectRef, Service, ServicePort, ServiceType, SessionAffinity, TrafficPolicy};
 use crate::hash::sha256_base32;
 use crate::dataplane::iptables::{CtState, Match, Purpose, Rule, Table, TableName, Target};
 use crate::net::{Cidr, SockAddr};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 
 /// The mark kube-proxy sets on packets that must be masqueraded
 /// (`--iptables-masquerade-bit=14`).
 pub const MASQ_MARK: u32 = 0x4000;
 
-/// The parts of `KubeProxyConfiguration` the rules depend on.
+/// What the node kube-proxy runs on can do. kube-proxy finds these out
+/// itself when it starts; they are not part of `KubeProxyConfiguration`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeFeatures {
+    /// The iptables binary supports `MASQUERADE --random-fully`, so
+    /// `KUBE-POSTROUTING` masquerades with it.
+    pub random_fully: bool,
+    /// kube-proxy could create its nfacct counters (the kernel has
+    /// nfnetlink_acct), so the invalid-state DROP and the localhost node
+    /// port rules count packets with `-m nfacct`.
+    pub nfacct: bool,
+    /// The node's `net.netfilter.nf_conntrack_tcp_be_liberal` is already 1,
+    /// so kube-proxy writes no DROP for INVALID packets.
+    pub tcp_be_liberal: bool,
+}
+
+impl NodeFeatures {
+    /// A current distribution's node: iptables 1.8 and a kernel with nfacct.
+    pub const MODERN: NodeFeatures = NodeFeatures { random_fully: true, nfacct: true, tcp_be_liberal: false };
+    /// What kube-proxy's unit tests run against (`NewFakeProxier` with the
+    /// fake iptables): nfacct counters, but no `--random-fully`.
+    pub const UPSTREAM_TEST_FAKE: NodeFeatures = NodeFeatures { random_fully: false, nfacct: true, tcp_be_liberal: false };
+    /// Nothing optional: an old iptables, no nfacct.
+    pub const NONE: NodeFeatures = NodeFeatures { random_fully: false, nfacct: false, tcp_be_liberal: false };
+}
+
+impl Default for NodeFeatures {
+    fn default() -> Self {
+        NodeFeatures::MODERN
+    }
+}
+
+/// The nfacct counter of packets dropped in the INVALID conntrack state.
+pub const CT_STATE_INVALID_COUNTER: &str = "ct_state_invalid_dropped_pkts";
+/// The nfacct counter of packets accepted on a localhost node port.
+pub const LOCALHOST_NODE_PORT_COUNTER: &str = "localhost_nps_accepted_pkts";
+/// The chain kube-proxy creates, outside its iptables-restore payload, in
+/// each table it watches; if it disappears, something flushed the tables.
+pub const CANARY_CHAIN: &str = "KUBE-PROXY-CANARY";
+
+/// The parts of `KubeProxyConfiguration` the rules depend on, and the node
+/// features kube-proxy found.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct KubeProxyConfig {
     /// `clusterCIDR`: sources inside it are Pods; others are masqueraded
@@ -30,11 +78,25 @@ pub struct KubeProxyConfig {
     pub localhost_node_ports: bool,
     /// `hostnameOverride`: the node name kube-proxy compares endpoints' nodeName with.
     pub hostname_override: Option<String>,
+    /// `conntrack.tcpBeLiberal`: kube-proxy sets the node's
+    /// nf_conntrack_tcp_be_liberal to 1 and then drops no INVALID packets.
+    #[serde(default)]
+    pub tcp_be_liberal: bool,
+    /// Not configuration: what the node can do (see [`NodeFeatures`]).
+    #[serde(default)]
+    pub node_features: NodeFeatures,
 }
 
 impl Default for KubeProxyConfig {
     fn default() -> Self {
-        KubeProxyConfig { cluster_cidr: None, masquerade_all: false, localhost_node_ports: true, hostname_override: None }
+        KubeProxyConfig {
+            cluster_cidr: None,
+            masquerade_all: false,
+            localhost_node_ports: true,
+            hostname_override: None,
+            tcp_be_liberal: false,
+            node_features: NodeFeatures::default(),
+        }
     }
 }
 
@@ -78,6 +140,15 @@ impl ServicePortChains {
         let rest = self.port_name.strip_prefix(namespace).and_then(|r| r.strip_prefix('/')).and_then(|r| r.strip_prefix(name));
         matches!(rest, Some(r) if r.is_empty() || r.starts_with(':'))
     }
+
+    /// Whether `chain` is one of this port's own chains (SVC, SVL, EXT, FW, SEP).
+    pub fn owns(&self, chain: &str) -> bool {
+        self.svc_chain == chain
+            || self.ext_chain.as_deref() == Some(chain)
+            || self.svl_chain.as_deref() == Some(chain)
+            || self.fw_chain.as_deref() == Some(chain)
+            || self.sep_chains.iter().any(|c| c == chain)
+    }
 }
 
 /// The rules one node's kube-proxy holds.
@@ -97,11 +168,14 @@ impl NodeRules {
         out
     }
 
-    /// Both tables as the kernel's `iptables-save` prints them back
-    /// (see [`Table::save_kernel`]), to compare with a real node.
+    /// What the kernel's `iptables-save` prints back on the node (see
+    /// [`Table::save_kernel`]), to compare with a real node: the tables in
+    /// iptables-nft's order (mangle, filter, nat), each with kube-proxy's
+    /// canary chain, which it creates outside the payload.
     pub fn save_kernel(&self) -> Vec<String> {
-        let mut out = self.filter.save_kernel();
-        out.extend(self.nat.save_kernel());
+        let mut out = Table::new(TableName::Mangle).save_kernel(&[CANARY_CHAIN]);
+        out.extend(self.filter.save_kernel(&[CANARY_CHAIN]));
+        out.extend(self.nat.save_kernel(&[CANARY_CHAIN]));
         out
     }
 
@@ -110,6 +184,7 @@ impl NodeRules {
         match r.table {
             TableName::Filter => self.filter.line_of(r),
             TableName::Nat => self.nat.line_of(r).map(|l| l + self.filter_len()),
+            TableName::Mangle => None,
         }
     }
 
@@ -117,6 +192,7 @@ impl NodeRules {
         match r.table {
             TableName::Filter => self.filter.rule(r),
             TableName::Nat => self.nat.rule(r),
+            TableName::Mangle => None,
         }
     }
 
@@ -133,13 +209,7 @@ impl NodeRules {
         for (table, offset) in [(&self.filter, 0), (&self.nat, self.filter_len())] {
             let mut line = offset + 1 + table.chains.len();
             for c in &table.chains {
-                let own_chain = own.iter().any(|s| {
-                    s.svc_chain == c.name
-                        || s.ext_chain.as_deref() == Some(&c.name)
-                        || s.svl_chain.as_deref() == Some(&c.name)
-                        || s.fw_chain.as_deref() == Some(&c.name)
-                        || s.sep_chains.contains(&c.name)
-                });
+                let own_chain = own.iter().any(|s| s.owns(&c.name));
                 for r in &c.rules {
                     let mentions = r.comment().is_some_and(|cm| own.iter().any(|s| comment_names(cm, &s.port_name)));
                     if own_chain || mentions {
@@ -173,6 +243,106 @@ impl NodeRules {
         }
         out
     }
+}
+
+/// How one sync relates to what the node already holds, for
+/// [`restore_payload`].
+#[derive(Clone, Copy, Debug)]
+pub enum SyncMode<'a> {
+    /// kube-proxy's first sync on a fresh node: every chain, nothing to delete.
+    First,
+    /// A full sync on a node that holds the rules of an earlier sync
+    /// (kube-proxy's hourly resync, or the retry after a failed partial
+    /// one): every chain, and the service chains the node has but this
+    /// sync does not are flushed and deleted.
+    Full { previous: &'a NodeRules },
+    /// A partial sync: as [`SyncMode::Full`], but the chains of Services
+    /// not in `changed` (see [`changed_services`]) are left as the node has
+    /// them. `KUBE-SERVICES`, `KUBE-NODEPORTS` and the filter table are
+    /// always written whole.
+    Partial { previous: &'a NodeRules, changed: &'a BTreeSet<ObjectRef> },
+}
+
+/// The iptables-restore input of one sync, as kube-proxy hands it to
+/// `iptables-restore --noflush`: for each table, the chains it writes
+/// (`:NAME - [0:0]`, which creates or flushes them), their rules, and `-X`
+/// for chains it deletes. Built-in chains and the jumps into kube-proxy's
+/// chains are not in it: kube-proxy inserts those with `iptables -I`.
+/// Rules come grouped by chain; kube-proxy interleaves them, which
+/// iptables-restore applies the same way.
+pub fn restore_payload(rules: &NodeRules, mode: SyncMode) -> Vec<String> {
+    let mut out = payload_table(&rules.filter, |_| true, &[]);
+    let (previous, changed) = match mode {
+        SyncMode::First => (None, None),
+        SyncMode::Full { previous } => (Some(previous), None),
+        SyncMode::Partial { previous, changed } => (Some(previous), Some(changed)),
+    };
+    let mut stale: Vec<&str> = previous.map_or(Vec::new(), |p| {
+        p.nat.chains.iter().map(|c| c.name.as_str()).filter(|n| is_service_chain(n) && rules.nat.chain(n).is_none()).collect()
+    });
+    stale.sort_unstable();
+    // In a partial sync, a chain of an unchanged Service is skipped.
+    let written = |chain: &str| {
+        let Some(changed) = changed else { return true };
+        !rules.services.iter().any(|sp| sp.owns(chain) && !changed.iter().any(|r| sp.is_port_of(&r.namespace, &r.name)))
+    };
+    out.extend(payload_table(&rules.nat, written, &stale));
+    out
+}
+
+/// One table of a restore payload: the chains `written` keeps, then the
+/// chains to delete.
+fn payload_table(table: &Table, written: impl Fn(&str) -> bool, delete: &[&str]) -> Vec<String> {
+    let chains: Vec<&crate::dataplane::iptables::Chain> = table.chains.iter().filter(|c| !c.is_builtin() && written(&c.name)).collect();
+    let mut out = vec![format!("*{}", table.name.as_str())];
+    out.extend(chains.iter().map(|c| format!(":{} - [0:0]", c.name)).chain(delete.iter().map(|c| format!(":{c} - [0:0]"))));
+    for c in &chains {
+        out.extend(c.rules.iter().map(|r| r.render(&c.name)));
+    }
+    out.extend(delete.iter().map(|c| format!("-X {c}")));
+    out.push("COMMIT".into());
+    out
+}
+
+/// The per-service chains kube-proxy deletes when they are no longer used.
+fn is_service_chain(name: &str) -> bool {
+    ["KUBE-SVC-", "KUBE-SVL-", "KUBE-EXT-", "KUBE-FW-", "KUBE-SEP-"].iter().any(|p| name.starts_with(p))
+}
+
+/// The Services a partial sync rewrites: those kube-proxy's change
+/// trackers report between two states, because the Service changed in a
+/// field kube-proxy reads, or the endpoints it sees for the Service did,
+/// or the Service was added or deleted.
+pub fn changed_services(before: (&[Service], &[EndpointSlice]), after: (&[Service], &[EndpointSlice]), hostname: &str) -> BTreeSet<ObjectRef> {
+    let mut names: BTreeSet<ObjectRef> = before.0.iter().chain(after.0).map(Service::object_ref).collect();
+    names.retain(|r| proxy_view(r, before, hostname) != proxy_view(r, after, hostname));
+    names
+}
+
+/// What kube-proxy knows of one Service: the Service without the fields
+/// it ignores (selector, creation time), and each endpoint of each slice
+/// port as (port name, protocol, port, address, local, ready, serving,
+/// terminating), sorted.
+type ProxyView = (Option<Service>, Vec<(Option<String>, crate::net::Protocol, u16, std::net::Ipv4Addr, bool, bool, bool, bool)>);
+
+fn proxy_view(r: &ObjectRef, (services, slices): (&[Service], &[EndpointSlice]), hostname: &str) -> ProxyView {
+    let svc = services.iter().find(|s| s.namespace == r.namespace && s.name == r.name).map(|s| {
+        let mut s = s.clone();
+        s.created = None;
+        s.spec.selector.clear();
+        s
+    });
+    let mut eps = Vec::new();
+    for sl in slices.iter().filter(|sl| sl.namespace == r.namespace && sl.service_name == r.name) {
+        for p in &sl.ports {
+            for e in &sl.endpoints {
+                eps.push((p.name.clone(), p.protocol, p.port, e.ip, e.node_name == hostname, e.ready, e.serving, e.terminating));
+            }
+        }
+    }
+    eps.sort();
+    eps.dedup();
+    (svc, eps)
 }
 
 /// Whether a kube-proxy comment is about this service port: the comment is
@@ -267,9 +437,10 @@ pub fn sync_node(node: &Node, services: &[Service], slices: &[EndpointSlice], cf
     let hostname = cfg.hostname_override.as_deref().unwrap_or(&node.name);
     let mut filter = Table::new(TableName::Filter);
     let mut nat = Table::new(TableName::Nat);
-    // KUBE-PROXY-CANARY is the empty chain kube-proxy watches to notice a
-    // flush of its tables; it exists in both tables before the first sync.
-    for c in ["INPUT", "FORWARD", "OUTPUT", "KUBE-PROXY-CANARY", "KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES", "KUBE-FORWARD", "KUBE-NODEPORTS", "KUBE-PROXY-FIREWALL"] {
+    // Built-in chains hold the jumps kube-proxy inserts with `iptables -I`;
+    // the rest is its iptables-restore payload, chains in the order it
+    // declares them. The canary chain is not here: see `save_kernel`.
+    for c in ["INPUT", "FORWARD", "OUTPUT", "KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES", "KUBE-FORWARD", "KUBE-NODEPORTS", "KUBE-PROXY-FIREWALL"] {
         filter.ensure_chain(c);
     }
     if cfg.localhost_node_ports {
@@ -288,7 +459,7 @@ pub fn sync_node(node: &Node, services: &[Service], slices: &[EndpointSlice], cf
         }
         filter.append(chain, Rule::new(m, jump(target)));
     }
-    for c in ["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING", "KUBE-PROXY-CANARY", "KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-POSTROUTING", "KUBE-MARK-MASQ"] {
+    for c in ["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING", "KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-POSTROUTING", "KUBE-MARK-MASQ"] {
         nat.ensure_chain(c);
     }
     nat.append("PREROUTING", Rule::new(vec![comment("kubernetes service portals")], jump("KUBE-SERVICES")));
@@ -296,7 +467,11 @@ pub fn sync_node(node: &Node, services: &[Service], slices: &[EndpointSlice], cf
     nat.append("POSTROUTING", Rule::new(vec![comment("kubernetes postrouting rules")], jump("KUBE-POSTROUTING")));
     nat.append("KUBE-POSTROUTING", Rule::new(vec![Match::Mark { value: MASQ_MARK, mask: MASQ_MARK, negate: true }], Target::Return));
     nat.append("KUBE-POSTROUTING", Rule::new(vec![], Target::XorMark(MASQ_MARK)));
-    nat.append("KUBE-POSTROUTING", Rule::new(vec![comment("kubernetes service traffic requiring SNAT")], Target::Masquerade));
+    let features = cfg.node_features;
+    nat.append(
+        "KUBE-POSTROUTING",
+        Rule::new(vec![comment("kubernetes service traffic requiring SNAT")], Target::Masquerade { random_fully: features.random_fully }),
+    );
     nat.append("KUBE-MARK-MASQ", Rule::new(vec![], Target::OrMark(MASQ_MARK)));
     if cfg.localhost_node_ports {
         // Stops the route_localnet setting that localhost node ports need
@@ -340,7 +515,15 @@ pub fn sync_node(node: &Node, services: &[Service], slices: &[EndpointSlice], cf
         last.push(Match::Destination { cidr: LOOPBACK, negate: true });
     }
     nat.append("KUBE-SERVICES", Rule::new(last, jump("KUBE-NODEPORTS")));
-    filter.append("KUBE-FORWARD", Rule::new(vec![Match::CtState { states: vec![CtState::Invalid], negate: false }], Target::Drop));
+    // INVALID packets would reset connections unless conntrack is liberal
+    // about TCP windows, in which case kube-proxy leaves them alone.
+    if !(cfg.tcp_be_liberal || features.tcp_be_liberal) {
+        let mut m = vec![Match::CtState { states: vec![CtState::Invalid], negate: false }];
+        if features.nfacct {
+            m.push(Match::Nfacct(CT_STATE_INVALID_COUNTER.into()));
+        }
+        filter.append("KUBE-FORWARD", Rule::new(m, Target::Drop));
+    }
     filter.append(
         "KUBE-FORWARD",
         Rule::new(vec![comment("kubernetes forwarding rules"), Match::Mark { value: MASQ_MARK, mask: MASQ_MARK, negate: false }], Target::Accept),
@@ -475,6 +658,20 @@ fn sync_port(
     if let Some(np) = node_port {
         if has_endpoints {
             nat.append("KUBE-NODEPORTS", Rule::new(vec![comment(&name), Match::Protocol(port.protocol), Match::DestinationPort(np)], jump(&ext_chain)).for_(Purpose::NodePort));
+}
+
+            if cfg.localhost_node_ports && cfg.node_features.nfacct {
+                // The same jump for 127.0.0.0/8, first, only to count it.
+                let m = vec![
+                    comment(&name),
+                    Match::Protocol(port.protocol),
+                    Match::Destination { cidr: LOOPBACK, negate: false },
+                    Match::DestinationPort(np),
+                    Match::Nfacct(LOCALHOST_NODE_PORT_COUNTER.into()),
+                ];
+                nat.append("KUBE-NODEPORTS", Rule::new(m, jump(&ext_chain)));
+            }
+            nat.append("KUBE-NODEPORTS", Rule::new(vec![comment(&name), Match::Protocol(port.protocol), Match::DestinationPort(np)], jump(&ext_chain)));
         }
         if !has_external {
             filter.append(
@@ -603,6 +800,40 @@ fn sync_port(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn service(name: &str, ip: [u8; 4]) -> Service {
+        use crate::api::ServiceSpec;
+        let port = ServicePort { name: Some("p80".into()), protocol: crate::net::Protocol::Tcp, port: 80, target_port: 80, node_port: None };
+        let spec = ServiceSpec { ports: vec![port], cluster_ip: Some(ip.into()), ..Default::default() };
+        Service { name: name.into(), namespace: "ns".into(), spec, status: Default::default(), created: None }
+    }
+
+    fn slice(name: &str, ip: [u8; 4], ready: bool) -> EndpointSlice {
+        use crate::api::{Endpoint, EndpointPort};
+        let e = Endpoint { ip: ip.into(), node_name: "n".into(), ready, serving: ready, terminating: false, target_ref: String::new(), hostname: None };
+        let p = EndpointPort { name: Some("p80".into()), protocol: crate::net::Protocol::Tcp, port: 80 };
+        EndpointSlice { name: format!("{name}-1"), namespace: "ns".into(), service_name: name.into(), endpoints: vec![e], ports: vec![p] }
+    }
+
+    #[test]
+    fn changed_services_are_those_kube_proxy_would_see_change() {
+        let a = service("a", [10, 96, 0, 1]);
+        let b = service("b", [10, 96, 0, 2]);
+        let before = (vec![a.clone(), b.clone()], vec![slice("a", [10, 0, 0, 1], true), slice("b", [10, 0, 0, 2], true)]);
+        let changed = |svcs: &[Service], slices: &[EndpointSlice]| -> Vec<String> {
+            changed_services((&before.0, &before.1), (svcs, slices), "n").iter().map(|r| r.to_string()).collect()
+        };
+        // Labels kube-proxy does not read, and the creation time, change nothing.
+        let mut a2 = a.clone();
+        a2.spec.selector.insert("app".into(), "x".into());
+        a2.created = Some(5);
+        assert!(changed(&[a2, b.clone()], &before.1).is_empty());
+        // An endpoint turning unready changes its Service only.
+        assert_eq!(changed(&before.0, &[slice("a", [10, 0, 0, 1], true), slice("b", [10, 0, 0, 2], false)]), ["ns/b"]);
+        // A deleted Service and a new one both count.
+        let c = service("c", [10, 96, 0, 3]);
+        assert_eq!(changed(&[a, c], &before.1), ["ns/b", "ns/c"]);
+    }
 
     #[test]
     fn chain_names_match_kube_proxy() {

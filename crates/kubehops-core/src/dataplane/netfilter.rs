@@ -156,7 +156,7 @@ pub fn walk(table: &Table, hook: &str, pkt: &Packet, mark: u32, ctx: &NodeContex
                 w.verdict = Verdict::Dnat(*to);
                 return w;
             }
-            Target::Masquerade => {
+            Target::Masquerade { .. } => {
                 w.verdict = Verdict::Masquerade;
                 return w;
             }
@@ -203,6 +203,8 @@ fn rule_matches(matches: &[Match], pkt: &Packet, mark: u32, ctx: &NodeContext, d
             }
             Match::SrcTypeLocal { negate } => ctx.local_addrs.contains(&pkt.src.ip) != *negate,
             Match::RecentSet { .. } => true,
+            // Counting a packet never stops it.
+            Match::Nfacct(_) => true,
             Match::RecentCheck { name, .. } => ctx.recent.get(name).is_some_and(|l| l.contains(&pkt.src.ip)),
         };
         if !ok {

@@ -10,15 +10,21 @@
 //! matches nothing is NXDOMAIN; a name that exists without records of the
 //! asked type is NOERROR with an empty answer (NODATA).
 //!
+//! An endpoint is named by its `hostname` when it has one, else by its
+//! dashed address (`10-244-1-7`), as the plugin's `endpointHostname` does
+//! with `endpoint_pod_names` off. Answers keep the question's case; names
+//! the plugin builds from objects (SRV targets) keep the objects' case with
+//! the zone as asked.
+//!
 //! [`ClusterDns::search`] adds the Pod's side: the search path and
 //! `ndots:5` that kubelet writes into every Pod's resolv.conf.
 //!
 //! Not modelled: forwarding names outside the cluster domain upstream,
-//! wildcard queries (`*`, `any`), PTR and AAAA records, endpoint hostnames
-//! (`spec.hostname` of a Pod; endpoints are named by their dashed IP), and the
-//! SOA record of negative answers.
+//! wildcard queries (`*`, `any`), PTR and AAAA records, the IPv6 half of a
+//! dual-stack Service (an SRV answer for one carries a [`DnsWarning`]), the
+//! `endpoint_pod_names` option, and the SOA record of negative answers.
 
-use crate::api::{EndpointSlice, Service, ServiceType};
+use crate::api::{Endpoint, EndpointSlice, ObjectRef, Service, ServiceType};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fmt;
@@ -139,13 +145,26 @@ impl Rcode {
 /// CoreDNS's reply to one question.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Response {
-    /// The question, fully qualified with the trailing dot, lower case.
+    /// The question, fully qualified with the trailing dot, in its own case.
     pub name: String,
     pub qtype: QType,
     pub rcode: Rcode,
     pub answer: Vec<Record>,
     /// Addresses of SRV targets.
     pub additional: Vec<Record>,
+    /// Where this answer may differ from CoreDNS's because the model
+    /// leaves something out. Not part of the DNS reply.
+    pub warnings: Vec<DnsWarning>,
+}
+
+/// A known gap between the model's answer and CoreDNS's.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DnsWarning {
+    /// An SRV question about a dual-stack Service. CoreDNS gives every
+    /// address of both families a share of the weight (and AAAA records in
+    /// the additional section); the model has the IPv4 addresses only, so
+    /// its weights are larger than CoreDNS's.
+    DualStackSrv { service: ObjectRef },
 }
 
 /// A resolver's walk through the search path for one name.
@@ -230,9 +249,8 @@ impl ClusterDns {
     /// `ndots` dots gets the search path first; any other is tried as given
     /// first.
     pub fn candidates(&self, name: &str, namespace: &str) -> Vec<String> {
-        let name = name.to_ascii_lowercase();
         if name.ends_with('.') {
-            return vec![name];
+            return vec![name.to_string()];
         }
         let searched = self.search_path(namespace).into_iter().map(|d| format!("{name}.{d}."));
         let absolute = format!("{name}.");
@@ -271,11 +289,13 @@ impl ClusterDns {
     /// Answers one fully qualified question (the trailing dot is optional).
     /// `None` when the name is outside the cluster domain: the plugin does
     /// not answer it and CoreDNS forwards it upstream.
+    /// The owner names of the answer keep the question's case, as CoreDNS's do.
     pub fn query(&self, name: &str, qtype: QType) -> Option<Response> {
-        let fqdn = fqdn(&name.to_ascii_lowercase());
-        let request = self.parse(&fqdn)?;
-        let mut resp = Response { name: fqdn.clone(), qtype, rcode: Rcode::NoError, answer: Vec::new(), additional: Vec::new() };
-        let targets = match self.targets(&request) {
+        let fqdn = fqdn(name);
+        // Matching ignores case; the plugin parses the lowered name too.
+        let request = self.parse(&fqdn.to_ascii_lowercase())?;
+        let mut resp = Response { name: fqdn.clone(), qtype, rcode: Rcode::NoError, answer: Vec::new(), additional: Vec::new(), warnings: Vec::new() };
+        let targets = match self.targets(&request, &self.zone_as_asked(&fqdn)) {
             Ok(t) => t,
             Err(NameError) => {
                 resp.rcode = Rcode::NxDomain;
@@ -293,9 +313,32 @@ impl ClusterDns {
                 let (answer, additional) = self.srv_records(&fqdn, &targets);
                 resp.answer = answer;
                 resp.additional = additional;
+                resp.warnings = self.dual_stack_services(&request).map(|service| DnsWarning::DualStackSrv { service }).collect();
             }
         }
         Some(resp)
+    }
+
+    /// The zone as the question spells it (`cLuStEr.LoCaL`): CoreDNS keeps
+    /// that spelling in the names it builds. `fqdn` must be inside the zone.
+    fn zone_as_asked(&self, fqdn: &str) -> String {
+        let bare = fqdn.trim_end_matches('.');
+        let zone = self.config.zone.trim_end_matches('.');
+        // The zone is ASCII, so its length in the question is its own.
+        bare.len().checked_sub(zone.len()).and_then(|at| bare.get(at..)).unwrap_or(zone).to_string()
+    }
+
+    /// The dual-stack Services a question names.
+    fn dual_stack_services<'a>(&'a self, request: &'a Request) -> impl Iterator<Item = ObjectRef> + 'a {
+        let named = match request {
+            Request::Service { namespace, service, .. } => Some((namespace, service)),
+            _ => None,
+        };
+        self.services
+            .iter()
+            .filter(move |s| named.is_some_and(|(ns, name)| s.namespace == *ns && s.name.eq_ignore_ascii_case(name)))
+            .filter(|s| s.spec.is_dual_stack())
+            .map(Service::object_ref)
     }
 
     fn record(&self, name: &str, data: RData) -> Record {
@@ -341,7 +384,8 @@ impl ClusterDns {
     }
 
     /// What matched the request (the plugin's `Records`), or a name error.
-    fn targets(&self, request: &Request) -> Result<Vec<Target>, NameError> {
+    /// Target names end in `zone`, spelled as the question spells it.
+    fn targets(&self, request: &Request, zone: &str) -> Result<Vec<Target>, NameError> {
         match request {
             Request::Apex => Ok(Vec::new()),
             Request::Invalid => Err(NameError),
@@ -359,31 +403,40 @@ impl ClusterDns {
                     return Err(NameError);
                 }
                 let ip: Ipv4Addr = name.replace('-', ".").parse().map_err(|_| NameError)?;
-                let key = format!("{name}.{namespace}.pod.{}", self.config.zone);
+                let key = format!("{name}.{namespace}.pod.{zone}");
                 Ok(vec![Target { key, host: Host::Ip(ip), port: None }])
             }
             Request::Service { namespace, service, endpoint, port, proto } => {
-                self.find_services(namespace, service, endpoint.as_deref(), port.as_deref(), proto.as_deref())
+                self.find_services(namespace, service, endpoint.as_deref(), port.as_deref(), proto.as_deref(), zone)
             }
         }
     }
 
     /// The plugin's `findServices`.
-    fn find_services(&self, ns: &str, name: &str, endpoint: Option<&str>, port: Option<&str>, proto: Option<&str>) -> Result<Vec<Target>, NameError> {
+    fn find_services(&self, ns: &str, name: &str, endpoint: Option<&str>, port: Option<&str>, proto: Option<&str>, zone: &str) -> Result<Vec<Target>, NameError> {
         if !self.namespaces.contains(ns) {
             return Err(NameError);
         }
-        let zone = &self.config.zone;
         let mut found = Vec::new();
         let mut matched = false;
         for svc in self.services.iter().filter(|s| s.namespace == ns && s.name.eq_ignore_ascii_case(name)) {
             let svc_fqdn = format!("{}.{}.svc.{zone}", svc.name, svc.namespace);
+            // An ExternalName Service has no endpoints and no port names:
+            // with labels in front of it, the name does not exist.
+            if svc.spec.type_ == ServiceType::ExternalName {
+                let bare = endpoint.is_none() && port.is_none() && proto.is_none();
+                if let Some(ext) = svc.spec.external_name.as_deref().filter(|n| bare && !n.is_empty() && n.parse::<Ipv4Addr>().is_err()) {
+                    matched = true;
+                    found.push(Target { key: svc_fqdn.clone(), host: Host::Name(ext.to_ascii_lowercase()), port: None });
+                }
+                continue;
+            }
             // An endpoint name, or any name of a headless Service, is
             // answered from the ready endpoints.
             if svc.spec.headless || endpoint.is_some() {
                 for slice in self.slices.iter().filter(|s| s.namespace == svc.namespace && s.service_name == svc.name) {
                     for ep in slice.endpoints.iter().filter(|e| e.ready) {
-                        let host_label = ep.ip.to_string().replace('.', "-");
+                        let host_label = endpoint_label(ep);
                         if endpoint.is_some_and(|e| !e.eq_ignore_ascii_case(&host_label)) {
                             continue;
                         }
@@ -400,13 +453,6 @@ impl ClusterDns {
                             found.push(Target { key: key.clone(), host: Host::Ip(ep.ip), port: Some(p.port) });
                         }
                     }
-                }
-                continue;
-            }
-            if svc.spec.type_ == ServiceType::ExternalName {
-                if let Some(ext) = svc.spec.external_name.as_deref().filter(|n| !n.is_empty() && n.parse::<Ipv4Addr>().is_err()) {
-                    matched = true;
-                    found.push(Target { key: svc_fqdn.clone(), host: Host::Name(ext.to_ascii_lowercase()), port: None });
                 }
                 continue;
             }
@@ -444,7 +490,7 @@ impl ClusterDns {
                             if depth >= MAX_CNAME_DEPTH {
                                 continue;
                             }
-                            let Ok(next) = self.targets(&req) else { continue };
+                            let Ok(next) = self.targets(&req, &self.zone_as_asked(&target)) else { continue };
                             let more = self.a_records(&target, &next, depth + 1);
                             if !more.is_empty() {
                                 out.push(cname);
@@ -468,7 +514,8 @@ impl ClusterDns {
         // SRV for ExternalName Services is not implemented by the plugin.
         let targets: Vec<&Target> = targets.iter().filter(|t| matches!(t.host, Host::Ip(_))).collect();
         let total = 100.0 * targets.len() as f64;
-        let weight = if targets.is_empty() { 0 } else { (100.0 / total * 100.0).floor() as u16 };
+        // As in the plugin, a share that rounds down to 0 is given as 1.
+        let weight = if targets.is_empty() { 0 } else { ((100.0 / total * 100.0).floor() as u16).max(1) };
         let (mut answer, mut additional) = (Vec::new(), Vec::new());
         for t in targets {
             let (Host::Ip(ip), Some(port)) = (&t.host, t.port) else { continue };
@@ -483,6 +530,15 @@ impl ClusterDns {
             }
         }
         (answer, additional)
+    }
+}
+
+/// The label an endpoint answers to under its Service (the plugin's
+/// `endpointHostname`): its hostname, else its address with dashes.
+fn endpoint_label(ep: &Endpoint) -> String {
+    match ep.hostname.as_deref().filter(|h| !h.is_empty()) {
+        Some(h) => h.to_string(),
+        None => ep.ip.to_string().replace('.', "-"),
     }
 }
 
@@ -524,7 +580,7 @@ mod tests {
     }
 
     fn ep(a: Ipv4Addr, ready: bool) -> Endpoint {
-        Endpoint { ip: a, node_name: "node-1".into(), ready, serving: ready, terminating: false, target_ref: String::new() }
+        Endpoint { ip: a, node_name: "node-1".into(), ready, serving: ready, terminating: false, target_ref: String::new(), hostname: None }
     }
 
     fn cluster() -> ClusterDns {
@@ -723,6 +779,117 @@ mod tests {
 
         // Nothing inside the zone: no response.
         assert_eq!(c.search("example.com.", QType::A, "default").response, None);
+    }
+
+    /// A StatefulSet-style headless Service: two endpoints with hostnames,
+    /// one without, and a ClusterIP Service whose endpoint has one.
+    fn named_endpoints() -> ClusterDns {
+        let named = |a: Ipv4Addr, h: &str| Endpoint { hostname: Some(h.into()), ..ep(a, true) };
+        let services = vec![
+            svc("db", "default", ServiceSpec { ports: vec![port(Some("pg"), 5432, Protocol::Tcp)], headless: true, ..Default::default() }),
+            svc("web", "default", ServiceSpec { ports: vec![port(Some("http"), 80, Protocol::Tcp)], cluster_ip: Some(ip(10, 96, 0, 50)), ..Default::default() }),
+        ];
+        let pg = vec![EndpointPort { name: Some("pg".into()), protocol: Protocol::Tcp, port: 5432 }];
+        let slices = vec![
+            EndpointSlice {
+                name: "db-1".into(),
+                namespace: "default".into(),
+                service_name: "db".into(),
+                endpoints: vec![named(ip(10, 244, 1, 7), "db-0"), named(ip(10, 244, 2, 8), "db-1"), ep(ip(10, 244, 3, 9), true)],
+                ports: pg,
+            },
+            EndpointSlice {
+                name: "web-1".into(),
+                namespace: "default".into(),
+                service_name: "web".into(),
+                endpoints: vec![named(ip(10, 244, 1, 5), "ep1a")],
+                ports: vec![EndpointPort { name: Some("http".into()), protocol: Protocol::Tcp, port: 8080 }],
+            },
+        ];
+        ClusterDns::new(DnsConfig::default(), &services, &slices)
+    }
+
+    #[test]
+    fn an_endpoint_with_a_hostname_answers_to_it_and_not_to_its_address() {
+        let c = named_endpoints();
+        let r = c.query("db-0.db.default.svc.cluster.local", QType::A).unwrap();
+        assert_eq!(lines(&r.answer), ["db-0.db.default.svc.cluster.local. 30 IN A 10.244.1.7"]);
+        assert_eq!(c.query("10-244-1-7.db.default.svc.cluster.local", QType::A).unwrap().rcode, Rcode::NxDomain);
+        // Without a hostname the dashed address is the name.
+        let r = c.query("10-244-3-9.db.default.svc.cluster.local", QType::A).unwrap();
+        assert_eq!(lines(&r.answer), ["10-244-3-9.db.default.svc.cluster.local. 30 IN A 10.244.3.9"]);
+        // Under a ClusterIP Service too.
+        let r = c.query("ep1a.web.default.svc.cluster.local", QType::A).unwrap();
+        assert_eq!(lines(&r.answer), ["ep1a.web.default.svc.cluster.local. 30 IN A 10.244.1.5"]);
+        assert_eq!(c.query("10-244-1-5.web.default.svc.cluster.local", QType::A).unwrap().rcode, Rcode::NxDomain);
+    }
+
+    #[test]
+    fn srv_targets_are_the_endpoint_names() {
+        let r = named_endpoints().query("_pg._tcp.db.default.svc.cluster.local", QType::Srv).unwrap();
+        assert_eq!(
+            lines(&r.answer),
+            [
+                "_pg._tcp.db.default.svc.cluster.local. 30 IN SRV 0 33 5432 db-0.db.default.svc.cluster.local.",
+                "_pg._tcp.db.default.svc.cluster.local. 30 IN SRV 0 33 5432 db-1.db.default.svc.cluster.local.",
+                "_pg._tcp.db.default.svc.cluster.local. 30 IN SRV 0 33 5432 10-244-3-9.db.default.svc.cluster.local.",
+            ]
+        );
+        assert_eq!(lines(&r.additional)[0], "db-0.db.default.svc.cluster.local. 30 IN A 10.244.1.7");
+        assert!(r.warnings.is_empty());
+    }
+
+    #[test]
+    fn labels_in_front_of_an_external_name_do_not_exist() {
+        let c = cluster();
+        for name in ["a.docs.default.svc.cluster.local", "a.b.docs.default.svc.cluster.local", "_http._tcp.docs.default.svc.cluster.local"] {
+            for qtype in [QType::A, QType::Cname, QType::Srv] {
+                assert_eq!(c.query(name, qtype).unwrap().rcode, Rcode::NxDomain, "{name} {qtype}");
+            }
+        }
+    }
+
+    #[test]
+    fn answers_keep_the_questions_case() {
+        let c = cluster();
+        let r = c.query("WeB.DeFault.svc.ClUsTeR.lOcAl.", QType::A).unwrap();
+        assert_eq!(r.name, "WeB.DeFault.svc.ClUsTeR.lOcAl.");
+        assert_eq!(lines(&r.answer), ["WeB.DeFault.svc.ClUsTeR.lOcAl. 30 IN A 10.96.0.50"]);
+        // SRV: the owner as asked; the target from the object, in the zone as asked.
+        let r = c.query("_HtTp._TcP.wEb.default.svc.CLUSTER.local", QType::Srv).unwrap();
+        assert_eq!(lines(&r.answer), ["_HtTp._TcP.wEb.default.svc.CLUSTER.local. 30 IN SRV 0 100 80 web.default.svc.CLUSTER.local."]);
+        assert_eq!(lines(&r.additional), ["web.default.svc.CLUSTER.local. 30 IN A 10.96.0.50"]);
+        assert_eq!(c.search("WEB", QType::A, "default").tried, ["WEB.default.svc.cluster.local."]);
+    }
+
+    #[test]
+    fn srv_weights_never_round_to_zero() {
+        let services = vec![svc("many", "default", ServiceSpec { ports: vec![port(None, 80, Protocol::Tcp)], headless: true, ..Default::default() })];
+        let slices = vec![EndpointSlice {
+            name: "many-1".into(),
+            namespace: "default".into(),
+            service_name: "many".into(),
+            endpoints: (0..150u32).map(|i| ep(Ipv4Addr::from(0x0af4_0000 + i), true)).collect(),
+            ports: vec![EndpointPort { name: None, protocol: Protocol::Tcp, port: 80 }],
+        }];
+        let r = ClusterDns::new(DnsConfig::default(), &services, &slices).query("many.default.svc.cluster.local", QType::Srv).unwrap();
+        assert_eq!(r.answer.len(), 150);
+        assert!(r.answer.iter().all(|a| matches!(a.data, RData::Srv { weight: 1, .. })), "100/150 rounds down to 0, given as 1");
+    }
+
+    #[test]
+    fn srv_for_a_dual_stack_service_warns() {
+        let spec = ServiceSpec {
+            ports: vec![port(Some("http"), 80, Protocol::Tcp)],
+            cluster_ip: Some(ip(10, 0, 0, 3)),
+            ip_families: vec![crate::api::IpFamily::IPv4, crate::api::IpFamily::IPv6],
+            ..Default::default()
+        };
+        let c = ClusterDns::new(DnsConfig::default(), &[svc("dual", "default", spec)], &[]);
+        let r = c.query("dual.default.svc.cluster.local", QType::Srv).unwrap();
+        assert_eq!(r.warnings, [DnsWarning::DualStackSrv { service: ObjectRef::new("default", "dual") }]);
+        assert!(c.query("dual.default.svc.cluster.local", QType::A).unwrap().warnings.is_empty(), "the A answer is CoreDNS's");
+        assert!(cluster().query("web.default.svc.cluster.local", QType::Srv).unwrap().warnings.is_empty());
     }
 
     #[test]

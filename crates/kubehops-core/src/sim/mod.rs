@@ -357,7 +357,10 @@ fn summarise(rules: &NodeRules, svc: &ObjectRef) -> Vec<RuleSummary> {
         }
         if let (Some(ext), Some(np)) = (&sp.ext_chain, nat.chain("KUBE-NODEPORTS")) {
             for (i, r) in np.rules.iter().enumerate() {
-                if r.target == Target::Jump(ext.clone()) {
+                // The copy for 127.0.0.0/8 (a localhost node port, counted
+                // by nfacct) is the same node port: summarise it once.
+                let localhost = r.matches.iter().any(|m| matches!(m, Match::Destination { .. }));
+                if r.target == Target::Jump(ext.clone()) && !localhost {
                     let port = r.matches.iter().find_map(|m| if let Match::DestinationPort(p) = m { Some(*p) } else { None });
                     // Only the node port's own rule: the KUBE-EXT chain it
                     // jumps to is shared with balancer and external IPs.
