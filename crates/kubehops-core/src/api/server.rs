@@ -153,6 +153,10 @@ pub struct ApiServer {
     pub pods: Vec<Pod>,
     services: BTreeMap<ObjectRef, Service>,
     cluster_ips: BTreeSet<Ipv4Addr>,
+    /// What the allocator, which is random in the real API server, draws
+    /// for a Service's cluster IP, where a story needs a known address.
+    /// Used only when free; otherwise the hash-based pick applies.
+    pub cluster_ip_draws: BTreeMap<ObjectRef, Ipv4Addr>,
     node_ports: BTreeSet<(Protocol, u16)>,
 }
 
@@ -164,6 +168,7 @@ impl ApiServer {
             pods: Vec::new(),
             services: BTreeMap::new(),
             cluster_ips: BTreeSet::new(),
+            cluster_ip_draws: BTreeMap::new(),
             node_ports: BTreeSet::new(),
         };
         // The network address and the first address (taken by the
@@ -393,6 +398,9 @@ impl ApiServer {
     /// derived from the Service's name.
     fn next_cluster_ip(&self, key: &ObjectRef) -> Option<Ipv4Addr> {
         let cidr = self.config.service_cidr;
+        if let Some(ip) = self.cluster_ip_draws.get(key).filter(|ip| cidr.contains(**ip) && !self.cluster_ips.contains(ip)) {
+            return Some(*ip);
+        }
         let size = cidr.size();
         if size < 4 {
             return None;
@@ -837,7 +845,7 @@ mod tests {
     use super::*;
 
     fn svc(type_: ServiceType, node_port: Option<u16>) -> Service {
-        crate::scenarios::web_service(type_, node_port)
+        crate::scenarios::nodeport_loadbalancer::web_service(type_, node_port)
     }
 
     #[test]

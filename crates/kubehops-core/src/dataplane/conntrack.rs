@@ -53,7 +53,10 @@ impl ConntrackEntry {
             (Protocol::Tcp, ConntrackState::Unreplied) => ("SYN_SENT ", 120, " [UNREPLIED]"),
             (Protocol::Tcp, ConntrackState::Assured) => ("ESTABLISHED ", 86400, " [ASSURED]"),
             (_, ConntrackState::Unreplied) => ("", 30, " [UNREPLIED]"),
-            (_, ConntrackState::Assured) => ("", 120, " [ASSURED]"),
+            // One exchange each way (a DNS query and its answer) has seen a
+            // reply but is not yet a stream: the kernel keeps the short
+            // timeout and does not mark it assured.
+            (_, ConntrackState::Assured) => ("", 30, ""),
         };
         // The kernel shows the time left, rounded down: one second less at once.
         let timeout = full.saturating_sub(1).saturating_sub(now.saturating_sub(self.seen_at));

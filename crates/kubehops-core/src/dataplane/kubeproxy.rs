@@ -16,7 +16,7 @@
 
 use crate::api::{EndpointSlice, IpMode, Node, ObjectRef, Service, ServicePort, ServiceType, SessionAffinity, TrafficPolicy};
 use crate::hash::sha256_base32;
-use crate::dataplane::iptables::{CtState, Match, Purpose, Rule, Table, TableName, Target};
+use crate::dataplane::iptables::{Purpose, CtState, Match, Rule, Table, TableName, Target};
 use crate::net::{Cidr, SockAddr};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -223,28 +223,6 @@ impl NodeRules {
     }
 }
 
-impl NodeRules {
-    /// The lines of both tables kube-proxy wrote for Service
-    /// `namespace/name`, with their line numbers in [`NodeRules::save`],
-    /// chain, owner and purpose.
-    pub fn service_rule_lines(&self, namespace: &str, name: &str) -> Vec<crate::sim::RuleLine> {
-        let own: Vec<&str> = self.services.iter().filter(|s| s.is_port_of(namespace, name)).map(|s| s.port_name.as_str()).collect();
-        let mut out = Vec::new();
-        for (table, offset) in [(&self.filter, 0), (&self.nat, self.filter_len())] {
-            let mut line = offset + 1 + table.chains.len();
-            for c in &table.chains {
-                for r in &c.rules {
-                    if r.owner.as_deref().is_some_and(|o| own.contains(&o)) {
-                        out.push(crate::sim::RuleLine { line, table: table.name, chain: c.name.clone(), text: r.render(&c.name), owner: r.owner.clone(), purpose: r.purpose });
-                    }
-                    line += 1;
-                }
-            }
-        }
-        out
-    }
-}
-
 /// How one sync relates to what the node already holds, for
 /// [`restore_payload`].
 #[derive(Clone, Copy, Debug)]
@@ -343,6 +321,28 @@ fn proxy_view(r: &ObjectRef, (services, slices): (&[Service], &[EndpointSlice]),
     eps.sort();
     eps.dedup();
     (svc, eps)
+}
+
+impl NodeRules {
+    /// The lines of both tables kube-proxy wrote for Service
+    /// `namespace/name`, with their line numbers in [`NodeRules::save`],
+    /// chain, owner and purpose.
+    pub fn service_rule_lines(&self, namespace: &str, name: &str) -> Vec<crate::sim::RuleLine> {
+        let own: Vec<&str> = self.services.iter().filter(|s| s.is_port_of(namespace, name)).map(|s| s.port_name.as_str()).collect();
+        let mut out = Vec::new();
+        for (table, offset) in [(&self.filter, 0), (&self.nat, self.filter_len())] {
+            let mut line = offset + 1 + table.chains.len();
+            for c in &table.chains {
+                for r in &c.rules {
+                    if r.owner.as_deref().is_some_and(|o| own.contains(&o)) {
+                        out.push(crate::sim::RuleLine { line, table: table.name, chain: c.name.clone(), text: r.render(&c.name), owner: r.owner.clone(), purpose: r.purpose });
+                    }
+                    line += 1;
+                }
+            }
+        }
+        out
+    }
 }
 
 /// Whether a kube-proxy comment is about this service port: the comment is
@@ -657,9 +657,6 @@ fn sync_port(
     // The node port.
     if let Some(np) = node_port {
         if has_endpoints {
-            nat.append("KUBE-NODEPORTS", Rule::new(vec![comment(&name), Match::Protocol(port.protocol), Match::DestinationPort(np)], jump(&ext_chain)).for_(Purpose::NodePort));
-}
-
             if cfg.localhost_node_ports && cfg.node_features.nfacct {
                 // The same jump for 127.0.0.0/8, first, only to count it.
                 let m = vec![
@@ -669,9 +666,9 @@ fn sync_port(
                     Match::DestinationPort(np),
                     Match::Nfacct(LOCALHOST_NODE_PORT_COUNTER.into()),
                 ];
-                nat.append("KUBE-NODEPORTS", Rule::new(m, jump(&ext_chain)));
+                nat.append("KUBE-NODEPORTS", Rule::new(m, jump(&ext_chain)).for_(Purpose::NodePort));
             }
-            nat.append("KUBE-NODEPORTS", Rule::new(vec![comment(&name), Match::Protocol(port.protocol), Match::DestinationPort(np)], jump(&ext_chain)));
+            nat.append("KUBE-NODEPORTS", Rule::new(vec![comment(&name), Match::Protocol(port.protocol), Match::DestinationPort(np)], jump(&ext_chain)).for_(Purpose::NodePort));
         }
         if !has_external {
             filter.append(

@@ -6,6 +6,7 @@
 //! Architecture Invariant: a packet is rewritten only by [`netfilter`]
 //! walking rules, or by a [`conntrack`] entry those rules created.
 
+pub mod cni;
 pub mod conntrack;
 pub mod iptables;
 pub mod kubeproxy;

@@ -112,6 +112,17 @@ pub struct Record {
     pub data: RData,
 }
 
+impl Record {
+    /// The record's type and data, without owner and TTL: `A 10.96.0.50`.
+    pub fn short(&self) -> String {
+        match &self.data {
+            RData::A(ip) => format!("A {ip}"),
+            RData::Cname(t) => format!("CNAME {t}"),
+            RData::Srv { port, target, .. } => format!("SRV {port} {target}"),
+        }
+    }
+}
+
 impl fmt::Display for Record {
     /// One line of dig's answer section: `web.default.svc.cluster.local. 30 IN A 10.96.0.50`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -20,7 +20,7 @@ pub mod params;
 pub mod service_types;
 mod text;
 
-pub use params::{Choice, ChoiceStyle, ParamKind, ParamSpec, Params, Value};
+pub use params::{combinations, Choice, ChoiceStyle, ParamKind, ParamSpec, Params, Value};
 pub use text::render_text;
 
 use crate::api::{Service, ServicePort};
@@ -162,11 +162,6 @@ impl Recorder {
         }
         self.steps.push(Step { title: title.into(), narration: String::new(), manifest: self.manifest.clone(), hops, views });
         self.steps.last_mut().expect("just pushed")
-    }
-
-    /// Sets the manifest later steps show, without a step.
-    pub fn show_manifest(&mut self, file: &str, svc: &Service, changed: Vec<usize>) {
-        self.manifest = Manifest { file: file.into(), lines: manifest_yaml(svc), changed };
     }
 }
 

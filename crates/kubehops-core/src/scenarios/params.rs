@@ -80,7 +80,7 @@ impl ParamSpec {
 
     /// Reads a value from its link form, or says why it cannot.
     pub fn parse(&self, text: &str) -> Result<Value, String> {
-        let shown = super::super::link::short(text);
+        let shown = crate::link::short(text);
         match &self.kind {
             ParamKind::Choice { options, .. } => match options.iter().find(|c| c.value == text) {
                 Some(c) => Ok(Value::Choice(c.value.clone())),
@@ -99,7 +99,7 @@ impl ParamSpec {
                 let mut set = BTreeSet::new();
                 for v in text.split(',').filter(|v| !v.is_empty()) {
                     if !options.iter().any(|c| c.value == v) {
-                        return Err(format!("\"{}\" is not a value of {}; it takes a list of {}.", super::super::link::short(v), self.key, options.iter().map(|c| c.value.as_str()).collect::<Vec<_>>().join(", ")));
+                        return Err(format!("\"{}\" is not a value of {}; it takes a list of {}.", crate::link::short(v), self.key, options.iter().map(|c| c.value.as_str()).collect::<Vec<_>>().join(", ")));
                     }
                     set.insert(v.to_string());
                 }
@@ -216,6 +216,27 @@ impl Params {
             })
             .collect()
     }
+}
+
+/// Every combination of the parameters' values, for tests and
+/// benchmarks: each choice's options (demos aside: a demo only presets
+/// others), both values of a toggle, every subset of a set, and the seeds
+/// given (fixed picks are `None`).
+pub fn combinations(specs: &[ParamSpec], seeds: &[Option<u64>]) -> Vec<Params> {
+    let mut all = vec![Params::defaults(specs)];
+    for spec in specs {
+        let values: Vec<Value> = match &spec.kind {
+            ParamKind::Choice { style: ChoiceStyle::Demo, default, .. } => vec![Value::Choice(default.clone())],
+            ParamKind::Choice { options, .. } => options.iter().map(|c| Value::Choice(c.value.clone())).collect(),
+            ParamKind::Toggle { .. } => vec![Value::Toggle(false), Value::Toggle(true)],
+            ParamKind::Set { options } => (0..1u32 << options.len().min(12))
+                .map(|bits| Value::Set(options.iter().enumerate().filter(|(i, _)| bits & (1 << i) != 0).map(|(_, c)| c.value.clone()).collect()))
+                .collect(),
+            ParamKind::Seed => seeds.iter().map(|s| Value::Seed(*s)).collect(),
+        };
+        all = all.into_iter().flat_map(|p| values.iter().map(move |v| p.clone().with(&spec.key, v.clone()))).collect();
+    }
+    all
 }
 
 #[cfg(test)]

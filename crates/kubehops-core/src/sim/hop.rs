@@ -194,12 +194,15 @@ pub struct Hop {
     pub packet: Option<PacketHop>,
     /// Set on a dropped hop.
     pub dropped: Option<DropReason>,
+    /// The connection a packet hop belongs to, numbered in the world: a
+    /// connection's hops share it, whatever else happens in between.
+    pub conn: Option<u32>,
 }
 
 impl Hop {
     /// A control-plane message: a watch event, an API call, a cloud call.
     pub fn message(from: ActorId, to: ActorId, caption: String, detail: String) -> Hop {
-        Hop { from, to, kind: HopKind::ControlPlane, leg: Leg::Out, what_if: false, caption, detail, packet: None, dropped: None }
+        Hop { from, to, kind: HopKind::ControlPlane, leg: Leg::Out, what_if: false, caption, detail, packet: None, dropped: None, conn: None }
     }
 
     /// A control-plane message that failed (a refused apply, a cloud out of addresses).

@@ -51,6 +51,10 @@ pub struct World {
     pub internet: Internet,
     /// The kube-dns Service's address, which every Pod's resolv.conf names.
     pub cluster_dns: Option<SockAddr>,
+    /// The Pod network the network plugin keeps un-masqueraded; traffic
+    /// from it to anywhere else leaves with the node's address. `None`: no
+    /// such rule (nothing in the story leaves the cluster).
+    pub egress_masquerade: Option<crate::net::Cidr>,
     pub clock: u64,
     pub created: BTreeMap<ObjectRef, u64>,
     /// The Services whose rules and kubectl rows the views show.
@@ -75,6 +79,7 @@ impl World {
             lb,
             internet,
             cluster_dns: None,
+            egress_masquerade: None,
             clock,
             created: BTreeMap::new(),
             focus: Vec::new(),
@@ -125,9 +130,22 @@ impl World {
         self.actors.first(kind)
     }
 
+    /// The rules node `node` should hold: kube-proxy's, then the network
+    /// plugin's egress masquerade.
     fn desired_rules(&self, node: usize) -> NodeRules {
         let services: Vec<Service> = self.api.services().cloned().collect();
-        sync_node(&self.api.nodes[node], &services, &self.api.endpoint_slices(), &self.proxy)
+        let mut rules = sync_node(&self.api.nodes[node], &services, &self.api.endpoint_slices(), &self.proxy);
+        if let Some(pods) = self.egress_masquerade {
+            crate::dataplane::cni::egress_masquerade(&mut rules.nat, pods);
+        }
+        rules
+    }
+
+    /// Sets up the network plugin's egress masquerade and rewrites every
+    /// node's rules for it (before a story begins).
+    pub fn set_egress_masquerade(&mut self, pods: crate::net::Cidr) {
+        self.egress_masquerade = Some(pods);
+        self.rules = (0..self.api.nodes.len()).map(|i| self.desired_rules(i)).collect();
     }
 
     /// The hops recorded since the last call, with the view after each.
@@ -264,7 +282,8 @@ impl World {
         } else {
             format!("The API server validates and stores Service {name}.")
         };
-        self.push(Hop::message(laptop, api, format!("kubectl apply: type {}", s.spec.type_.as_str()), detail));
+        let what = if s.spec.headless { "clusterIP: None".to_string() } else { format!("type {}", s.spec.type_.as_str()) };
+        self.push(Hop::message(laptop, api, format!("kubectl apply: {what}"), detail));
         self.resync_proxies();
         let events = self.lb.services_changed(&self.api, self.clock);
         self.record(events);

@@ -98,6 +98,7 @@ impl World {
         let Some(client_ip) = self.actors.get(client).and_then(|a| a.ip) else {
             return Outcome::Dropped { at: client, reason: DropReason::NoRoute { dst: d.dst.ip, why: Unroutable::Unknown } };
         };
+        let conn = Some(u32::from(self.next_client_port));
         let src = SockAddr::new(client_ip, self.next_client_port);
         self.next_client_port = self.next_client_port.wrapping_add(1).max(1024);
         let mut pkt = Packet::new(d.proto, src, d.dst);
@@ -108,13 +109,13 @@ impl World {
             match step {
                 Step::Next { to, packet, caption, detail } => {
                     (pkt, payload) = (packet.after, packet.payload.clone());
-                    self.push(Hop { from: at, to, kind: hop_kind(&payload, leg), leg, what_if: false, caption, detail, packet: Some(packet), dropped: None });
+                    self.push(Hop { from: at, to, kind: hop_kind(&payload, leg), leg, what_if: false, caption, detail, packet: Some(packet), dropped: None, conn });
                     at = to;
                 }
                 Step::Answer { to, packet, caption, detail } => {
                     leg = Leg::Back;
                     (pkt, payload) = (packet.after, packet.payload.clone());
-                    self.push(Hop { from: at, to, kind: hop_kind(&payload, leg), leg, what_if: false, caption, detail, packet: Some(packet), dropped: None });
+                    self.push(Hop { from: at, to, kind: hop_kind(&payload, leg), leg, what_if: false, caption, detail, packet: Some(packet), dropped: None, conn });
                     at = to;
                 }
                 Step::Arrived => return Outcome::Answered { server: pkt.src, payload },
@@ -130,6 +131,7 @@ impl World {
                         detail,
                         packet: Some(PacketHop::plain(pkt, payload)),
                         dropped: Some(reason.clone()),
+                        conn,
                     };
                     self.push(hop);
                     return Outcome::Dropped { at, reason };
@@ -291,7 +293,7 @@ impl World {
             }),
             Some(_) => None,
         };
-        let mut resp = local.unwrap_or_else(|| Response { name: name.to_string(), qtype, rcode: Rcode::NoError, answer: vec![], additional: vec![] });
+        let mut resp = local.unwrap_or_else(|| Response { name: name.to_string(), qtype, rcode: Rcode::NoError, answer: vec![], additional: vec![], warnings: vec![] });
         let Some(target) = upstream_name else { return resp };
         let Some(resolver) = self.first(ActorKind::Resolver).and_then(|r| self.actors.get(r)).and_then(|r| r.ip) else { return resp };
         if self.nesting >= MAX_NESTING {
@@ -496,4 +498,72 @@ fn node_caption(name: &str, to_name: &str, before: &Packet, after: &Packet, rewr
 fn masquerade_port(node: usize, pkt: &Packet) -> u16 {
     let h = crate::hash::fnv1a(format!("{node}|{}|{}", pkt.src, pkt.dst).as_bytes());
     1024 + (h % 64512) as u16
+}
+
+impl World {
+    /// A client's resolver looks up `name`, with one query per name it
+    /// tries: a Pod asks the kube-dns Service through its search path, any
+    /// other client asks the resolver outside. Returns the answer the
+    /// resolver settles on, or `None` when no query got an answer.
+    pub fn lookup(&mut self, from: ActorId, name: &str, qtype: QType, dice: &mut dyn Dice) -> Option<Response> {
+        let (server, names) = self.resolver_of(from, name)?;
+        let mut last = None;
+        for n in names {
+            match self.dial(Dial::dns(from, server, &n, qtype), dice) {
+                Outcome::Answered { payload: Some(Payload::DnsAnswer(r)), .. } => {
+                    if r.rcode == Rcode::NoError && !r.answer.is_empty() {
+                        return Some(r);
+                    }
+                    last = Some(r);
+                }
+                _ => return last,
+            }
+        }
+        last
+    }
+
+    /// The addresses `name` resolves to for `from`, as its resolver would
+    /// find them, without recording hops (a lookup the story has already
+    /// shown, or that the client's cache answers).
+    pub fn resolve_quietly(&self, from: ActorId, name: &str) -> Vec<Ipv4Addr> {
+        let Some(a) = self.actors.get(from) else { return Vec::new() };
+        let addrs = |r: &Response| r.answer.iter().filter_map(|x| if let RData::A(ip) = x.data { Some(ip) } else { None }).collect::<Vec<_>>();
+        if !a.kind.is_pod() {
+            return addrs(&self.internet.resolve(name, QType::A));
+        }
+        let services: Vec<crate::api::Service> = self.api.services().cloned().collect();
+        let dns = ClusterDns::new(DnsConfig::default(), &services, &self.api.endpoint_slices());
+        let ns = a.object.as_ref().map_or("default", |o| o.namespace.as_str());
+        let Some(r) = dns.search(name, QType::A, ns).response else { return addrs(&self.internet.resolve(name, QType::A)) };
+        let mut out = addrs(&r);
+        if out.is_empty() {
+            // An ExternalName: the CNAME's target comes from outside.
+            if let Some(target) = r.answer.iter().find_map(|x| if let RData::Cname(t) = &x.data { Some(t.clone()) } else { None }) {
+                out = addrs(&self.internet.resolve(&target, QType::A));
+            }
+        }
+        out
+    }
+
+    /// Which server a client's resolver asks, and the names it tries.
+    fn resolver_of(&self, from: ActorId, name: &str) -> Option<(SockAddr, Vec<String>)> {
+        let a = self.actors.get(from)?;
+        if a.kind.is_pod() {
+            let ns = a.object.as_ref().map_or("default", |o| o.namespace.as_str());
+            let services: Vec<crate::api::Service> = self.api.services().cloned().collect();
+            let dns = ClusterDns::new(DnsConfig::default(), &services, &self.api.endpoint_slices());
+            return Some((self.cluster_dns?, dns.candidates(name, ns)));
+        }
+        let resolver = self.actors.iter().find(|r| r.kind == ActorKind::Resolver)?.ip?;
+        let fqdn = if name.ends_with('.') { name.to_string() } else { format!("{name}.") };
+        Some((SockAddr::new(resolver, 53), vec![fqdn]))
+    }
+
+    /// The client gives up before sending anything (it has no address to
+    /// send to): a dropped hop on the client itself.
+    pub fn give_up(&mut self, at: ActorId, reason: DropReason) -> Outcome {
+        let detail = reason.describe(&self.actors);
+        self.push(Hop { from: at, to: at, kind: HopKind::Dropped, leg: Leg::Out, what_if: false, caption: "dropped".into(), detail, packet: None, dropped: Some(reason.clone()), conn: None });
+        Outcome::Dropped { at, reason }
+    }
 }

@@ -37,7 +37,7 @@ impl Internet {
         let fqdn = if name.ends_with('.') { name.to_ascii_lowercase() } else { format!("{}.", name.to_ascii_lowercase()) };
         let bare = fqdn.trim_end_matches('.');
         let found: Vec<Ipv4Addr> = self.names.iter().filter(|(n, _)| n.eq_ignore_ascii_case(bare)).map(|(_, ip)| *ip).collect();
-        let mut r = Response { name: fqdn.clone(), qtype, rcode: Rcode::NoError, answer: Vec::new(), additional: Vec::new() };
+        let mut r = Response { name: fqdn.clone(), qtype, rcode: Rcode::NoError, answer: Vec::new(), additional: Vec::new(), warnings: Vec::new() };
         if found.is_empty() {
             r.rcode = Rcode::NxDomain;
         } else if qtype == QType::A {

@@ -1,0 +1,204 @@
+//! Invariants over every scenario and every combination of its
+//! parameters: the hops a scenario records obey the rules of the model,
+//! and the canvas can draw them.
+//!
+//! - A packet changes only by a rewrite the hop records, made by a node's
+//!   rules, its conntrack entry, or a balancer.
+//! - Consecutive hops of a connection hand the packet on unchanged, and a
+//!   server's reply starts as its request turned around.
+//! - Every reply retraces its request, actor by actor.
+//! - Every route starts and ends on the edge of its boxes, crosses no box
+//!   it does not connect, and a reply leg never lies on its request leg.
+
+use kubehops_core::net::Packet;
+use kubehops_core::scenarios::{combinations, Scenario, REGISTRY};
+use kubehops_core::scene::layout::{side_of, Layout, Point, Rect};
+use kubehops_core::sim::{ActorKind, Field, Hop, Leg, PacketHop, RewriteKind};
+use std::collections::BTreeMap;
+
+/// Every scenario with every combination of its parameters, built on both
+/// cores at once.
+fn all_scenarios() -> Vec<Scenario> {
+    let jobs: Vec<(usize, kubehops_core::scenarios::Params)> =
+        REGISTRY.iter().enumerate().flat_map(|(i, e)| combinations(&(e.params)(), &[None, Some(7)]).into_iter().map(move |p| (i, p))).collect();
+    let half = jobs.len() / 2;
+    let (a, b) = jobs.split_at(half);
+    let run = |part: &[(usize, kubehops_core::scenarios::Params)]| part.iter().map(|(i, p)| (REGISTRY[*i].build)(p)).collect::<Vec<_>>();
+    std::thread::scope(|s| {
+        let h = s.spawn(|| run(a));
+        let mut out = run(b);
+        out.extend(h.join().expect("builder thread"));
+        out
+    })
+}
+
+/// `before` with the hop's rewrites applied, in order.
+fn rewritten(p: &PacketHop) -> Packet {
+    let mut pkt = p.before;
+    for r in &p.rewrites {
+        match r.field {
+            Field::Source => {
+                assert_eq!(pkt.src, r.from, "a source rewrite starts from the source it had: {p:?}");
+                pkt.src = r.to;
+            }
+            Field::Destination => {
+                assert_eq!(pkt.dst, r.from, "a destination rewrite starts from the destination it had: {p:?}");
+                pkt.dst = r.to;
+            }
+        }
+    }
+    pkt
+}
+
+fn check_rewrites(s: &Scenario, h: &Hop) {
+    let Some(p) = &h.packet else { return };
+    assert_eq!(rewritten(p), p.after, "{}: the rewrites explain every change: {h:?}", s.id);
+    if p.rewrites.is_empty() {
+        return;
+    }
+    let balancer = s.actor(h.from).is_some_and(|a| a.kind == ActorKind::LoadBalancer);
+    for r in &p.rewrites {
+        match r.kind {
+            RewriteKind::Balancer => assert!(balancer, "only a balancer makes a balancer rewrite: {h:?}"),
+            RewriteKind::UnDnat | RewriteKind::UnSnat => assert!(p.by_conntrack, "undoing NAT is conntrack's: {h:?}"),
+            RewriteKind::Dnat | RewriteKind::Snat => {
+                assert!(p.decided_on.is_some(), "a NAT is decided on a node: {h:?}");
+                assert!(p.by_conntrack || !p.matched.is_empty(), "a NAT comes from rules that matched or from conntrack: {h:?}");
+            }
+        }
+    }
+}
+
+/// Hops of each connection, in order.
+fn connections(hops: &[Hop]) -> BTreeMap<u32, Vec<&Hop>> {
+    let mut m: BTreeMap<u32, Vec<&Hop>> = BTreeMap::new();
+    for h in hops.iter().filter(|h| !h.what_if) {
+        if let Some(c) = h.conn {
+            m.entry(c).or_default().push(h);
+        }
+    }
+    m
+}
+
+fn check_connection(s: &Scenario, conn: &[&Hop]) {
+    for w in conn.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        assert_eq!(a.to, b.from, "{}: a connection moves from actor to actor: {a:?} then {b:?}", s.id);
+        let (Some(pa), Some(pb)) = (&a.packet, &b.packet) else { continue };
+        if a.leg == b.leg {
+            assert_eq!(pa.after, pb.before, "{}: the next hop gets the packet as it left: {a:?} then {b:?}", s.id);
+        } else {
+            assert_eq!((a.leg, b.leg), (Leg::Out, Leg::Back), "{}: a reply follows a request", s.id);
+            assert_eq!(pa.after.reversed(), pb.before, "{}: the server answers the packet it got", s.id);
+        }
+    }
+    let out: Vec<_> = conn.iter().filter(|h| h.leg == Leg::Out && h.from != h.to).map(|h| (h.from, h.to)).collect();
+    let back: Vec<_> = conn.iter().filter(|h| h.leg == Leg::Back && h.from != h.to).map(|h| (h.to, h.from)).collect();
+    let answered = conn.last().is_some_and(|h| h.leg == Leg::Back && h.from != h.to && conn.first().is_some_and(|f| f.from == h.to));
+    if answered {
+        let mut rev = back.clone();
+        rev.reverse();
+        assert_eq!(out, rev, "{}: the reply retraces its request", s.id);
+    }
+}
+
+/// How long two axis-parallel segments run on top of each other.
+fn shared_run(a: (Point, Point), b: (Point, Point)) -> f64 {
+    let horiz = |s: (Point, Point)| (s.0.y - s.1.y).abs() < 0.5;
+    let vert = |s: (Point, Point)| (s.0.x - s.1.x).abs() < 0.5;
+    let span = |x0: f64, x1: f64, y0: f64, y1: f64| (x0.max(x1).min(y0.max(y1)) - x0.min(x1).max(y0.min(y1))).max(0.0);
+    if horiz(a) && horiz(b) && (a.0.y - b.0.y).abs() < 1.5 {
+        span(a.0.x, a.1.x, b.0.x, b.1.x)
+    } else if vert(a) && vert(b) && (a.0.x - b.0.x).abs() < 1.5 {
+        span(a.0.y, a.1.y, b.0.y, b.1.y)
+    } else {
+        0.0
+    }
+}
+
+fn segments(p: &[Point]) -> Vec<(Point, Point)> {
+    p.windows(2).map(|w| (w[0], w[1])).collect()
+}
+
+fn check_routes(s: &Scenario, l: &Layout) {
+    // The node card a Pod's box sits in is part of what its routes connect.
+    let card_of = |a| l.nodes.iter().find(|n| l.rect(a).is_some_and(|r| n.pods.contains(r.center()))).map(|n| n.node);
+    for st in &s.steps {
+        let mut legs: Vec<(Leg, Vec<Point>, String)> = Vec::new();
+        for h in st.hops.iter().filter(|h| h.from != h.to) {
+            let route = l.route(h.from, h.to, h.leg);
+            assert!(route.len() >= 2, "{}: no route for {h:?}", s.id);
+            let (from, to) = (l.target(h.from).expect("from box"), l.target(h.to).expect("to box"));
+            assert!(side_of(&from, route[0]).is_some(), "{}: route {:?} starts off its box {from:?}", s.id, h.caption);
+            let end = *route.last().unwrap();
+            let side = side_of(&to, end).unwrap_or_else(|| panic!("{}: route {:?} ends off its box {to:?} at {end:?}", s.id, h.caption));
+            // The last segment comes from outside the box, at a right angle to that edge.
+            let prev = route[route.len() - 2];
+            use kubehops_core::scene::Side::*;
+            let ok = match side {
+                Left => prev.x < end.x && (prev.y - end.y).abs() < 0.5,
+                Right => prev.x > end.x && (prev.y - end.y).abs() < 0.5,
+                Top => prev.y < end.y && (prev.x - end.x).abs() < 0.5,
+                Bottom => prev.y > end.y && (prev.x - end.x).abs() < 0.5,
+            };
+            assert!(ok, "{}: the arrow into {to:?} does not meet the edge it comes from ({side:?}): {route:?}", s.id);
+            let own: Vec<_> = [h.from, h.to].into_iter().flat_map(|a| [Some(a), card_of(a)]).flatten().collect();
+            for (id, r) in &l.boxes {
+                if own.contains(id) {
+                    continue;
+                }
+                for (a, b) in segments(&route) {
+                    assert!(!r.crossed_by(a, b), "{}: hop {:?} crosses the box of {:?} ({r:?}): {route:?}", s.id, h.caption, s.actor(*id).map(|x| &x.label));
+                }
+            }
+            legs.push((h.leg, route, h.caption.clone()));
+        }
+        for (la, ra, ca) in legs.iter().filter(|l| l.0 == Leg::Out) {
+            for (_, rb, cb) in legs.iter().filter(|l| l.0 == Leg::Back) {
+                for sa in segments(ra) {
+                    for sb in segments(rb) {
+                        let run = shared_run(sa, sb);
+                        assert!(run < 2.0, "{}: reply {cb:?} lies on request {ca:?} ({la:?}) for {run:.1} units", s.id);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn check_boxes(s: &Scenario, l: &Layout) {
+    let canvas = Rect { x: 0.0, y: 0.0, w: l.width, h: l.height };
+    for (id, r) in &l.boxes {
+        assert!(r.x >= canvas.x && r.y >= canvas.y && r.right() <= canvas.right() && r.bottom() <= canvas.bottom(), "{}: {id:?} leaves the canvas", s.id);
+    }
+    for (i, (a, ra)) in l.boxes.iter().enumerate() {
+        for (b, rb) in &l.boxes[i + 1..] {
+            let nested = [(a, b), (b, a)].iter().any(|(p, n)| l.node_card(**n).is_some_and(|c| c.pods.contains(l.rect(**p).unwrap().center())));
+            assert!(nested || !ra.intersects(rb), "{}: {a:?} overlaps {b:?}", s.id);
+        }
+    }
+}
+
+#[test]
+fn every_scenario_and_parameter_combination_obeys_the_model_and_draws_cleanly() {
+    let all = all_scenarios();
+    let mut layouts: BTreeMap<String, Layout> = BTreeMap::new();
+    let mut hops = 0;
+    for s in &all {
+        assert!(!s.steps.is_empty(), "{} has steps", s.id);
+        for st in &s.steps {
+            assert_eq!(st.views.len(), st.hops.len() + 1, "{}: one view before the hops and one after each", s.id);
+            for h in &st.hops {
+                check_rewrites(s, h);
+            }
+            for conn in connections(&st.hops).values() {
+                check_connection(s, conn);
+            }
+            hops += st.hops.len();
+        }
+        let l = layouts.entry(s.id.clone()).or_insert_with(|| Layout::new(&s.actors));
+        check_boxes(s, l);
+        check_routes(s, l);
+    }
+    assert!(hops > 1000, "the combinations recorded {hops} hops");
+}
