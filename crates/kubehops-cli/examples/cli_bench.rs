@@ -4,7 +4,7 @@
 //! memory), and a 50 KB paste nested 50,000 deep (time to refuse it).
 //! Prints figures; asserts nothing about time.
 //!
-//! `cargo run --release -p kubehops-cli --example bench`
+//! `cargo run --release -p kubehops-cli --example cli_bench`
 
 use kubehops_cli::input::{documents_keeping, Source};
 use kubehops_cli::objects;
