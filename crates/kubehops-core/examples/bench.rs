@@ -89,11 +89,16 @@ fn one_big_service(n: usize, headless: bool) -> (Service, Vec<EndpointSlice>) {
     (svc, slices)
 }
 
-/// The time of one run of `f` and what it returned.
-fn timed<T>(f: impl FnOnce() -> T) -> (Duration, T) {
-    let t = Instant::now();
-    let r = f();
-    (t.elapsed(), r)
+/// The best time of three runs of `f` (the others met a busier machine or
+/// allocator), and what it returned.
+fn timed<T>(f: impl Fn() -> T) -> (Duration, T) {
+    let mut best = (Duration::MAX, None);
+    for _ in 0..3 {
+        let t = Instant::now();
+        let r = f();
+        best = (best.0.min(t.elapsed()), Some(r));
+    }
+    (best.0, best.1.expect("ran"))
 }
 
 /// Times each operation on one Service with 10,000 and with 100,000

@@ -8,7 +8,7 @@
 //! and [`reachable`] can try every branch, in time linear in the rules it
 //! visits.
 
-use crate::iptables::{Match, RuleRef, Table, Target};
+use crate::iptables::{Chain, Match, RuleRef, Table, Target};
 use crate::net::{Packet, SockAddr};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -156,15 +156,14 @@ fn effect<'a>(target: &'a Target, mark: &mut u32, builtin: bool) -> Effect<'a> {
 pub fn walk(table: &Table, hook: &str, pkt: &Packet, mark: u32, ctx: &NodeContext, dice: &mut dyn Dice) -> Walk {
     let mut w = Walk { verdict: Verdict::Accept, matched: Vec::new(), mark, recent_set: Vec::new() };
     // A stack of (chain, next rule index); bounded so a loop in bad rules cannot hang.
-    let mut stack: Vec<(&str, usize)> = vec![(hook, 0)];
+    let mut stack: Vec<(&Chain, usize)> = table.chain(hook).map(|c| (c, 0)).into_iter().collect();
     let (budget, mut steps) = (step_budget(table), 0);
-    while let Some((chain_name, idx)) = stack.pop() {
+    while let Some((chain, idx)) = stack.pop() {
         steps += 1;
         if steps > budget || stack.len() > MAX_CHAIN_DEPTH {
             w.verdict = Verdict::Drop;
             return w;
         }
-        let Some(chain) = table.chain(chain_name) else { continue };
         let Some(rule) = chain.rules.get(idx) else {
             // End of chain: a user chain returns to its caller; a built-in
             // chain applies its policy (ACCEPT).
@@ -174,7 +173,7 @@ pub fn walk(table: &Table, hook: &str, pkt: &Packet, mark: u32, ctx: &NodeContex
             continue;
         };
         if !fixed_matches(&rule.matches, pkt, w.mark, ctx).is_some_and(|p| p.is_none_or(|p| dice.roll(p))) {
-            stack.push((chain_name, idx + 1));
+            stack.push((chain, idx + 1));
             continue;
         }
         for m in &rule.matches {
@@ -182,12 +181,13 @@ pub fn walk(table: &Table, hook: &str, pkt: &Packet, mark: u32, ctx: &NodeContex
                 w.recent_set.push(name.clone());
             }
         }
-        w.matched.push(RuleRef { table: table.name, chain: chain_name.to_string(), index: idx });
+        w.matched.push(RuleRef { table: table.name, chain: chain.name.clone(), index: idx });
         match effect(&rule.target, &mut w.mark, chain.is_builtin()) {
-            Effect::Next => stack.push((chain_name, idx + 1)),
+            Effect::Next => stack.push((chain, idx + 1)),
             Effect::Descend(next) => {
-                stack.push((chain_name, idx + 1));
-                stack.push((next, 0));
+                stack.push((chain, idx + 1));
+                // A jump to a chain that does not exist does nothing.
+                stack.extend(table.chain(next).map(|c| (c, 0)));
             }
             Effect::Climb => {}
             Effect::End(v) => {
@@ -262,13 +262,15 @@ pub fn reachable_dnat_targets(table: &Table, hook: &str, pkt: &Packet, ctx: &Nod
 /// visits: for a Service with n endpoints, n forks of one rule each plus
 /// each endpoint's chain.
 pub fn reachable(table: &Table, hook: &str, pkt: &Packet, ctx: &NodeContext) -> Reachable {
-    type State<'a> = (Vec<(&'a str, usize)>, u32);
+    // Chains are remembered by address: the stack holds the table's own.
+    type State<'a> = (Vec<(&'a Chain, usize)>, u32);
+    let key = |stack: &[(&Chain, usize)], mark: u32| -> (Vec<(usize, usize)>, u32) { (stack.iter().map(|(c, i)| (*c as *const Chain as usize, *i)).collect(), mark) };
     let (budget, mut steps) = (step_budget(table), 0);
     let mut found = BTreeSet::new();
-    let mut forks: HashSet<State> = HashSet::new();
-    let mut todo: Vec<State> = vec![(vec![(hook, 0)], 0)];
+    let mut forks: HashSet<(Vec<(usize, usize)>, u32)> = HashSet::new();
+    let mut todo: Vec<State> = vec![(table.chain(hook).map(|c| (c, 0)).into_iter().collect(), 0)];
     while let Some((mut stack, mut mark)) = todo.pop() {
-        while let Some((chain_name, idx)) = stack.pop() {
+        while let Some((chain, idx)) = stack.pop() {
             steps += 1;
             if steps > budget {
                 return Reachable { targets: found.into_iter().collect(), complete: false };
@@ -276,7 +278,6 @@ pub fn reachable(table: &Table, hook: &str, pkt: &Packet, ctx: &NodeContext) -> 
             if stack.len() > MAX_CHAIN_DEPTH {
                 break;
             }
-            let Some(chain) = table.chain(chain_name) else { continue };
             let Some(rule) = chain.rules.get(idx) else {
                 if chain.is_builtin() {
                     break;
@@ -284,26 +285,27 @@ pub fn reachable(table: &Table, hook: &str, pkt: &Packet, ctx: &NodeContext) -> 
                 continue;
             };
             let Some(probability) = fixed_matches(&rule.matches, pkt, mark, ctx) else {
-                stack.push((chain_name, idx + 1));
+                stack.push((chain, idx + 1));
                 continue;
             };
             if probability.is_some() {
-                let mut here = stack.clone();
-                here.push((chain_name, idx));
-                if !forks.insert((here, mark)) {
+                stack.push((chain, idx));
+                let fresh = forks.insert(key(&stack, mark));
+                stack.pop();
+                if !fresh {
                     // Both outcomes from this very state were tried already.
                     break;
                 }
                 // The draw could fail: that branch goes on with the next rule.
                 let mut miss = stack.clone();
-                miss.push((chain_name, idx + 1));
+                miss.push((chain, idx + 1));
                 todo.push((miss, mark));
             }
             match effect(&rule.target, &mut mark, chain.is_builtin()) {
-                Effect::Next => stack.push((chain_name, idx + 1)),
+                Effect::Next => stack.push((chain, idx + 1)),
                 Effect::Descend(next) => {
-                    stack.push((chain_name, idx + 1));
-                    stack.push((next, 0));
+                    stack.push((chain, idx + 1));
+                    stack.extend(table.chain(next).map(|c| (c, 0)));
                 }
                 Effect::Climb => {}
                 Effect::End(v) => {
