@@ -598,16 +598,56 @@ await test('toggling random pick and nodes quickly never breaks the page', async
   await page.close();
 });
 
-// Screenshots for people to look at: every step at its end, at three widths,
-// plus the start of step 3 while the balancer is pending.
-await test('screenshots of every step', async () => {
+// Canvas labels that overlap, from their boxes on screen: every pair of
+// visible <text> elements (the moving token aside) whose boxes intersect
+// by more than a sliver.
+async function overlappingLabels(page) {
+  return page.evaluate(() => {
+    const boxes = [...document.querySelectorAll('.kh-canvas svg text')]
+      .filter((t) => !t.closest('.kh-token') && t.textContent.trim() && t.getClientRects().length)
+      .map((t) => ({ text: t.textContent.trim(), r: t.getBoundingClientRect() }))
+      .filter((b) => b.r.width > 0 && b.r.height > 0);
+    const bad = [];
+    for (let i = 0; i < boxes.length; i++) {
+      for (let j = i + 1; j < boxes.length; j++) {
+        const a = boxes[i].r, b = boxes[j].r;
+        const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+        const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+        if (w > 1 && h > 1) bad.push(`"${boxes[i].text}" / "${boxes[j].text}"`);
+      }
+    }
+    return bad;
+  });
+}
+
+// Every step at its end, at 720 and 1920 px (and 1600): no two canvas
+// labels overlap. The screenshots are kept for people to look at.
+await test('no two canvas labels overlap, on every step at 720, 1600 and 1920 px', async () => {
+  // The detector itself: a copy of a label laid over the original is found.
+  {
+    const { page } = await open('#/nodeport-loadbalancer/1/end');
+    await page.evaluate(() => {
+      const t = document.querySelector('.kh-canvas svg text.kh-node-name');
+      t.parentNode.appendChild(t.cloneNode(true));
+    });
+    check((await overlappingLabels(page)).length > 0, 'the overlap check missed a label drawn twice');
+    await page.close();
+  }
+  const problems = [];
   for (const [w, h] of [[1600, 1000], [720, 1400], [1920, 1080]]) {
     for (let s = 1; s <= 5; s++) {
       const { page } = await open(`#/nodeport-loadbalancer/${s}/end`, { viewport: { width: w, height: h } });
+      const bad = await overlappingLabels(page);
+      if (bad.length) problems.push(`step ${s} at ${w}px: ${bad.join(', ')}`);
       await page.screenshot({ path: join(out, `step${s}-${w}.png`), fullPage: w === 720 });
       await page.close();
     }
   }
+  check(problems.length === 0, problems.join('\n'));
+});
+
+// More screenshots for review; not counted as a test.
+async function reviewScreenshots() {
   const { page } = await open('#/nodeport-loadbalancer/3/3', { viewport: { width: 1600, height: 1000 } });
   await page.screenshot({ path: join(out, 'step3-pending-1600.png') });
   await page.close();
@@ -620,7 +660,8 @@ await test('screenshots of every step', async () => {
       await page.close();
     }
   }
-});
+}
+await reviewScreenshots();
 
 await test('no request leaves the page origin', async () => {
   check(outside.length === 0, `outside requests: ${outside.join(', ')}`);

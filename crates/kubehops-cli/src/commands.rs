@@ -171,7 +171,8 @@ fn load_files(p: &Parsed, files: &[String], stdin: &mut dyn Read, usage_of: &dyn
     };
     let mut docs = Vec::new();
     for src in input::read_sources(files, stdin).map_err(|e| (String::new(), e))? {
-        docs.extend(input::documents(&src).map_err(|e| (String::new(), e))?);
+        // Objects of kinds that are skipped are cut down as they are read.
+        docs.extend(input::documents_keeping(&src, &objects::reads).map_err(|e| (String::new(), e))?);
     }
     let options = objects::LoadOptions { node_port_range: range, strict: p.switch("strict") };
     objects::load(&docs, options).map_err(|e| (String::new(), e))
@@ -332,7 +333,11 @@ fn trace_cmd(p: &Parsed, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Erro
         s.push_str(&format!("masquerade: {}\n", result.masquerade));
         s
     };
-    Ok(Output { stdout, stderr: warnings(&c) })
+    let mut stderr = warnings(&c);
+    if !result.targets_complete {
+        stderr.push_str("warning: the search for reachable endpoints stopped at its step budget: targets may be incomplete\n");
+    }
+    Ok(Output { stdout, stderr })
 }
 
 fn get(p: &Parsed, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) -> Outcome {

@@ -169,21 +169,86 @@ it. Fields that are missing, malformed or out of range are errors.
 /// What a wrong command line without a known command prints.
 pub const SHORT_USAGE: &str = concat!(synopses!(), "Run 'kubehops --help' for more.\n");
 
+/// The exit code after stdout was closed early (`kubehops … | head`): what
+/// the shell reports for a command that SIGPIPE ended, as it ends the
+/// coreutils.
+pub const EXIT_BROKEN_PIPE: i32 = 141;
+
 /// Runs the program on `args` (without the program name) and returns the
-/// exit code: 0 on success, 1 when the input or the model says no, 2 for a
-/// wrong command line.
+/// exit code: 0 on success, 1 when the input or the model says no or the
+/// output cannot be written, 2 for a wrong command line.
+///
+/// A failed write is reported as the coreutils report it (`kubehops: write
+/// error: No space left on device`, exit 1), except a closed pipe, which
+/// ends quietly with [`EXIT_BROKEN_PIPE`].
 pub fn run(args: &[String], stdin: &mut dyn Read, stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
-    // A failed write (a closed pipe) has nowhere to be reported.
-    match commands::dispatch(args, stdin) {
-        Ok(out) => {
-            let _ = stderr.write_all(out.stderr.as_bytes());
-            let _ = stdout.write_all(out.stdout.as_bytes());
-            0
+    let (code, out, err) = match commands::dispatch(args, stdin) {
+        Ok(out) => (0, out.stdout, out.stderr),
+        Err((warnings, e)) => (e.exit_code(), String::new(), format!("{warnings}{e}\n")),
+    };
+    // Warnings first, then the answer; flushed here so that a failure
+    // buffered in the stream is seen too.
+    let written = stderr.write_all(err.as_bytes()).and_then(|()| stderr.flush()).and_then(|()| stdout.write_all(out.as_bytes())).and_then(|()| stdout.flush());
+    match written {
+        Ok(()) => code,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => EXIT_BROKEN_PIPE,
+        Err(e) => {
+            // stderr may be the stream that failed; then there is no one to tell.
+            let _ = writeln!(stderr, "kubehops: write error: {}", io_message(&e)).and_then(|()| stderr.flush());
+            1
         }
-        Err((warnings, e)) => {
-            let _ = stderr.write_all(warnings.as_bytes());
-            let _ = writeln!(stderr, "{e}");
-            e.exit_code()
+    }
+}
+
+/// An I/O error as the C library words it (`No space left on device`),
+/// without Rust's ` (os error 28)`.
+pub fn io_message(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match (e.raw_os_error(), s.rfind(" (os error ")) {
+        (Some(_), Some(at)) => s[..at].to_string(),
+        _ => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io;
+
+    /// A stream whose writes fail with one error.
+    struct Failing(fn() -> io::Error);
+
+    impl Write for Failing {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err((self.0)())
         }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn help(stdout: &mut dyn Write) -> (i32, String) {
+        let mut err = Vec::new();
+        let code = run(&["--help".to_string()], &mut io::empty(), stdout, &mut err);
+        (code, String::from_utf8(err).unwrap())
+    }
+
+    #[test]
+    fn a_full_disk_is_reported_as_the_coreutils_report_it() {
+        let (code, err) = help(&mut Failing(|| io::Error::from_raw_os_error(28)));
+        assert_eq!((code, err.as_str()), (1, "kubehops: write error: No space left on device\n"));
+    }
+
+    #[test]
+    fn a_closed_pipe_ends_quietly() {
+        let (code, err) = help(&mut Failing(|| io::Error::from(io::ErrorKind::BrokenPipe)));
+        assert_eq!((code, err.as_str()), (EXIT_BROKEN_PIPE, ""));
+    }
+
+    #[test]
+    fn a_written_answer_exits_0() {
+        let mut out = Vec::new();
+        assert_eq!(help(&mut out), (0, String::new()));
+        assert!(String::from_utf8(out).unwrap().starts_with("Usage:"));
     }
 }

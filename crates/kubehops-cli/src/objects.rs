@@ -106,13 +106,7 @@ pub fn load(docs: &[Document], options: LoadOptions) -> Result<Cluster, Error> {
             let meta = obj.value.get("metadata").and_then(Value::as_object);
             let name = meta.and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("").to_string();
             let namespace = meta.and_then(|m| m.get("namespace")).and_then(Value::as_str).filter(|s| !s.is_empty()).unwrap_or("default").to_string();
-            let known = matches!(
-                (api_version, kind),
-                ("v1", "Service" | "Node" | "Pod" | "Namespace")
-                    | ("discovery.k8s.io/v1", "EndpointSlice")
-                    | ("kubeproxy.config.k8s.io/v1alpha1", "KubeProxyConfiguration")
-            );
-            if !known {
+            if !reads(api_version, kind) {
                 c.warnings.push(format!(
                     "skipping {api_version} {kind} \"{name}\" in {}: kubehops reads v1 Service, Node, Pod and Namespace, discovery.k8s.io/v1 EndpointSlice and kubeproxy.config.k8s.io/v1alpha1 KubeProxyConfiguration",
                     doc.source
@@ -189,6 +183,15 @@ pub fn load(docs: &[Document], options: LoadOptions) -> Result<Cluster, Error> {
     c.namespaces.extend(c.slices.iter().map(|s| s.namespace.clone()));
     c.namespaces.extend(c.pods.iter().map(|p| p.pod.namespace.clone()));
     Ok(c)
+}
+
+/// Whether objects of this apiVersion and kind are read (others are
+/// skipped with a warning).
+pub fn reads(api_version: &str, kind: &str) -> bool {
+    matches!(
+        (api_version, kind),
+        ("v1", "Service" | "Node" | "Pod" | "Namespace") | ("discovery.k8s.io/v1", "EndpointSlice") | ("kubeproxy.config.k8s.io/v1alpha1", "KubeProxyConfiguration")
+    )
 }
 
 /// An object with its apiVersion and kind.

@@ -399,7 +399,8 @@ fn categorize(eps: &[PortEndpoint], uses_cluster: bool, uses_local: bool) -> (Ve
     if !uses_cluster {
         return (cluster, local.clone(), local, has_any);
     }
-    let all = eps.iter().filter(|e| cluster.contains(e) || local.contains(e)).collect();
+    let used: std::collections::HashSet<SockAddr> = cluster.iter().chain(&local).map(|e| e.addr).collect();
+    let all = eps.iter().filter(|e| used.contains(&e.addr)).collect();
     (cluster, local, all, has_any)
 }
 
@@ -557,17 +558,19 @@ fn sync_port(
         (format!("KUBE-SVC-{hash}"), format!("KUBE-SVL-{hash}"), format!("KUBE-FW-{hash}"), format!("KUBE-EXT-{hash}"));
 
     // The endpoints of this port, from every slice of the Service.
+    // The first slice that lists an address wins; the set keeps this linear.
     let mut eps: Vec<PortEndpoint> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for slice in slices {
         let Some(sp) = slice.ports.iter().find(|p| p.name == port.name && p.protocol == port.protocol) else { continue };
         for e in &slice.endpoints {
             let addr = SockAddr::new(e.ip, sp.port);
-            if !eps.iter().any(|x| x.addr == addr) {
+            if seen.insert(addr) {
                 eps.push(PortEndpoint { addr, local: e.node_name == hostname, ready: e.ready, serving_terminating: e.serving && e.terminating });
             }
         }
     }
-    eps.sort_by_key(|e| e.addr.to_string());
+    eps.sort_by_cached_key(|e| e.addr.to_string());
 
     let lb_vips: Vec<std::net::Ipv4Addr> = if svc.spec.type_ == ServiceType::LoadBalancer {
         svc.status.load_balancer_ingress.iter().filter(|i| i.ip_mode != Some(IpMode::Proxy)).filter_map(|i| i.ip).collect()

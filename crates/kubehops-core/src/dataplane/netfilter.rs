@@ -5,12 +5,13 @@
 //! `RETURN` or the end of a user chain climbs back, a built-in chain ends
 //! with its ACCEPT policy, and `DNAT`/`MASQUERADE` end the table. Random
 //! choices (`-m statistic`) are asked of a [`Dice`], so a demo can fix them
-//! and [`reachable_dnat_targets`] can try every branch.
+//! and [`reachable`] can try every branch, in time linear in the rules it
+//! visits.
 
-use crate::dataplane::iptables::{Match, RuleRef, Table, Target};
+use crate::dataplane::iptables::{Chain, Match, RuleRef, Table, Target};
 use crate::net::{Packet, SockAddr};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::net::Ipv4Addr;
 
 /// Decides each `-m statistic --mode random` match.
@@ -102,19 +103,67 @@ pub struct Walk {
     pub recent_set: Vec<String>,
 }
 
+/// How deep user chains may nest before a walk gives up on a table that
+/// loops (real iptables refuses such a table when it is loaded).
+const MAX_CHAIN_DEPTH: usize = 64;
+
+/// How many rule visits a walk, or the search of every branch, may make
+/// before it gives up: a few per rule of the table. A table kube-proxy
+/// writes visits each rule about once per branch, so this is reached only
+/// by tables that call the same chains over and over.
+fn step_budget(table: &Table) -> usize {
+    let rules: usize = table.chains.iter().map(|c| c.rules.len()).sum();
+    8 * rules + 10_000
+}
+
+/// What one matched rule does to the walk.
+enum Effect<'a> {
+    /// Go on with the next rule of the chain.
+    Next,
+    /// Jump to a user chain, coming back after this rule.
+    Descend(&'a str),
+    /// Climb back to the caller (the end of a user chain, or `RETURN`).
+    Climb,
+    /// The table is done with the packet.
+    End(Verdict),
+}
+
+/// The effect of a rule's target; MARK targets change `mark` on the way.
+fn effect<'a>(target: &'a Target, mark: &mut u32, builtin: bool) -> Effect<'a> {
+    match target {
+        Target::Jump(next) => Effect::Descend(next),
+        // RETURN from a built-in chain applies its policy (ACCEPT).
+        Target::Return if builtin => Effect::End(Verdict::Accept),
+        Target::Return => Effect::Climb,
+        Target::Accept => Effect::End(Verdict::Accept),
+        Target::Drop => Effect::End(Verdict::Drop),
+        Target::Reject => Effect::End(Verdict::Reject),
+        Target::Dnat(to) => Effect::End(Verdict::Dnat(*to)),
+        Target::Masquerade { .. } => Effect::End(Verdict::Masquerade),
+        Target::OrMark(v) => {
+            *mark |= v;
+            Effect::Next
+        }
+        Target::XorMark(v) => {
+            *mark ^= v;
+            Effect::Next
+        }
+        Target::Nothing => Effect::Next,
+    }
+}
+
 /// Walks `table` from the built-in chain `hook` (e.g. `PREROUTING`).
 pub fn walk(table: &Table, hook: &str, pkt: &Packet, mark: u32, ctx: &NodeContext, dice: &mut dyn Dice) -> Walk {
     let mut w = Walk { verdict: Verdict::Accept, matched: Vec::new(), mark, recent_set: Vec::new() };
     // A stack of (chain, next rule index); bounded so a loop in bad rules cannot hang.
-    let mut stack: Vec<(String, usize)> = vec![(hook.to_string(), 0)];
-    let mut steps = 0;
-    while let Some((chain_name, idx)) = stack.pop() {
+    let mut stack: Vec<(&Chain, usize)> = table.chain(hook).map(|c| (c, 0)).into_iter().collect();
+    let (budget, mut steps) = (step_budget(table), 0);
+    while let Some((chain, idx)) = stack.pop() {
         steps += 1;
-        if steps > 100_000 || stack.len() > 64 {
+        if steps > budget || stack.len() > MAX_CHAIN_DEPTH {
             w.verdict = Verdict::Drop;
             return w;
         }
-        let Some(chain) = table.chain(&chain_name) else { continue };
         let Some(rule) = chain.rules.get(idx) else {
             // End of chain: a user chain returns to its caller; a built-in
             // chain applies its policy (ACCEPT).
@@ -123,8 +172,8 @@ pub fn walk(table: &Table, hook: &str, pkt: &Packet, mark: u32, ctx: &NodeContex
             }
             continue;
         };
-        if !rule_matches(&rule.matches, pkt, w.mark, ctx, dice) {
-            stack.push((chain_name, idx + 1));
+        if !fixed_matches(&rule.matches, pkt, w.mark, ctx).is_some_and(|p| p.is_none_or(|p| dice.roll(p))) {
+            stack.push((chain, idx + 1));
             continue;
         }
         for m in &rule.matches {
@@ -132,51 +181,28 @@ pub fn walk(table: &Table, hook: &str, pkt: &Packet, mark: u32, ctx: &NodeContex
                 w.recent_set.push(name.clone());
             }
         }
-        w.matched.push(RuleRef { table: table.name, chain: chain_name.clone(), index: idx });
-        match &rule.target {
-            Target::Jump(next) => {
-                stack.push((chain_name, idx + 1));
-                stack.push((next.clone(), 0));
+        w.matched.push(RuleRef { table: table.name, chain: chain.name.clone(), index: idx });
+        match effect(&rule.target, &mut w.mark, chain.is_builtin()) {
+            Effect::Next => stack.push((chain, idx + 1)),
+            Effect::Descend(next) => {
+                stack.push((chain, idx + 1));
+                // A jump to a chain that does not exist does nothing.
+                stack.extend(table.chain(next).map(|c| (c, 0)));
             }
-            Target::Return => {
-                if chain.is_builtin() {
-                    return w;
-                }
-            }
-            Target::Accept => return w,
-            Target::Drop => {
-                w.verdict = Verdict::Drop;
+            Effect::Climb => {}
+            Effect::End(v) => {
+                w.verdict = v;
                 return w;
             }
-            Target::Reject => {
-                w.verdict = Verdict::Reject;
-                return w;
-            }
-            Target::Dnat(to) => {
-                w.verdict = Verdict::Dnat(*to);
-                return w;
-            }
-            Target::Masquerade { .. } => {
-                w.verdict = Verdict::Masquerade;
-                return w;
-            }
-            Target::OrMark(v) => {
-                w.mark |= v;
-                stack.push((chain_name, idx + 1));
-            }
-            Target::XorMark(v) => {
-                w.mark ^= v;
-                stack.push((chain_name, idx + 1));
-            }
-            Target::Nothing => stack.push((chain_name, idx + 1)),
         }
     }
     w
 }
 
-fn rule_matches(matches: &[Match], pkt: &Packet, mark: u32, ctx: &NodeContext, dice: &mut dyn Dice) -> bool {
-    // The statistic match is evaluated last among a rule's matches, so a
-    // rule that fails on addresses does not consume a draw.
+/// Whether every match of a rule but the random one holds, and if so the
+/// random match's probability. The statistic match is decided last, so a
+/// rule that fails on addresses does not consume a draw.
+fn fixed_matches(matches: &[Match], pkt: &Packet, mark: u32, ctx: &NodeContext) -> Option<Option<f64>> {
     let mut probability = None;
     for m in matches {
         let ok = match m {
@@ -208,53 +234,92 @@ fn rule_matches(matches: &[Match], pkt: &Packet, mark: u32, ctx: &NodeContext, d
             Match::RecentCheck { name, .. } => ctx.recent.get(name).is_some_and(|l| l.contains(&pkt.src.ip)),
         };
         if !ok {
-            return false;
+            return None;
         }
     }
-    probability.is_none_or(|p| dice.roll(p))
+    Some(probability)
+}
+
+/// Every DNAT destination a packet could reach, and whether the search
+/// tried every branch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reachable {
+    /// Sorted, without duplicates.
+    pub targets: Vec<SockAddr>,
+    /// False when the search stopped at its step budget (a table that
+    /// calls the same chains over and over): `targets` may then miss some.
+    pub complete: bool,
 }
 
 /// Every DNAT destination the packet could reach, trying each outcome of
-/// each random match. Sorted and without duplicates.
+/// each random match. Sorted and without duplicates. See [`reachable`].
 pub fn reachable_dnat_targets(table: &Table, hook: &str, pkt: &Packet, ctx: &NodeContext) -> Vec<SockAddr> {
-    /// Answers from a script, then `true` for the rest while recording how
-    /// many free choices were made.
-    struct Branch {
-        script: Vec<bool>,
-        used: usize,
-    }
-    impl Dice for Branch {
-        fn roll(&mut self, _: f64) -> bool {
-            let r = self.script.get(self.used).copied().unwrap_or(true);
-            if self.used >= self.script.len() {
-                self.script.push(true);
+    reachable(table, hook, pkt, ctx).targets
+}
+
+/// Searches every branch of the walk from `hook`: at a random match both
+/// outcomes are followed, the failing one from the next rule. The walk
+/// state (chain stack and mark) at each random match is remembered, so no
+/// state is explored twice and the search is linear in the rules it
+/// visits: for a Service with n endpoints, n forks of one rule each plus
+/// each endpoint's chain.
+pub fn reachable(table: &Table, hook: &str, pkt: &Packet, ctx: &NodeContext) -> Reachable {
+    // Chains are remembered by address: the stack holds the table's own.
+    type State<'a> = (Vec<(&'a Chain, usize)>, u32);
+    let key = |stack: &[(&Chain, usize)], mark: u32| -> (Vec<(usize, usize)>, u32) { (stack.iter().map(|(c, i)| (*c as *const Chain as usize, *i)).collect(), mark) };
+    let (budget, mut steps) = (step_budget(table), 0);
+    let mut found = BTreeSet::new();
+    let mut forks: HashSet<(Vec<(usize, usize)>, u32)> = HashSet::new();
+    let mut todo: Vec<State> = vec![(table.chain(hook).map(|c| (c, 0)).into_iter().collect(), 0)];
+    while let Some((mut stack, mut mark)) = todo.pop() {
+        while let Some((chain, idx)) = stack.pop() {
+            steps += 1;
+            if steps > budget {
+                return Reachable { targets: found.into_iter().collect(), complete: false };
             }
-            self.used += 1;
-            r
+            if stack.len() > MAX_CHAIN_DEPTH {
+                break;
+            }
+            let Some(rule) = chain.rules.get(idx) else {
+                if chain.is_builtin() {
+                    break;
+                }
+                continue;
+            };
+            let Some(probability) = fixed_matches(&rule.matches, pkt, mark, ctx) else {
+                stack.push((chain, idx + 1));
+                continue;
+            };
+            if probability.is_some() {
+                stack.push((chain, idx));
+                let fresh = forks.insert(key(&stack, mark));
+                stack.pop();
+                if !fresh {
+                    // Both outcomes from this very state were tried already.
+                    break;
+                }
+                // The draw could fail: that branch goes on with the next rule.
+                let mut miss = stack.clone();
+                miss.push((chain, idx + 1));
+                todo.push((miss, mark));
+            }
+            match effect(&rule.target, &mut mark, chain.is_builtin()) {
+                Effect::Next => stack.push((chain, idx + 1)),
+                Effect::Descend(next) => {
+                    stack.push((chain, idx + 1));
+                    stack.extend(table.chain(next).map(|c| (c, 0)));
+                }
+                Effect::Climb => {}
+                Effect::End(v) => {
+                    if let Verdict::Dnat(to) = v {
+                        found.insert(to);
+                    }
+                    break;
+                }
+            }
         }
     }
-    let mut out = Vec::new();
-    let mut todo = vec![Vec::new()];
-    while let Some(prefix) = todo.pop() {
-        if out.len() > 10_000 {
-            break;
-        }
-        let fixed = prefix.len();
-        let mut b = Branch { script: prefix, used: 0 };
-        let w = walk(table, hook, pkt, 0, ctx, &mut b);
-        if let Verdict::Dnat(to) = w.verdict {
-            out.push(to);
-        }
-        // Each free choice could have gone the other way.
-        for j in fixed..b.used {
-            let mut alt = b.script[..j].to_vec();
-            alt.push(false);
-            todo.push(alt);
-        }
-    }
-    out.sort();
-    out.dedup();
-    out
+    Reachable { targets: found.into_iter().collect(), complete: true }
 }
 
 /// Where a packet enters a node's netfilter hooks.
@@ -316,4 +381,112 @@ pub fn traverse(filter: &Table, nat: &Table, entry: Entry, pkt: &Packet, ctx: &N
     let post = (!matches!(filter_walk.verdict, Verdict::Drop | Verdict::Reject) && filter_hook != "INPUT")
         .then(|| walk(nat, "POSTROUTING", &routed, filter_walk.mark, &ctx2, dice));
     Traversal { nat: nat_walk, routed, filter_hook: filter_hook.into(), filter: filter_walk, post }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataplane::iptables::{Rule, TableName};
+    use crate::net::{ip, Cidr, Protocol};
+
+    fn pkt(dst: Ipv4Addr, port: u16) -> Packet {
+        Packet::new(Protocol::Tcp, SockAddr::new(ip(198, 51, 100, 7), 40000), SockAddr::new(dst, port))
+    }
+
+    /// kube-proxy's shape: PREROUTING -> KUBE-SERVICES -> KUBE-SVC (one
+    /// random rule per endpoint) -> KUBE-SEP-i (hairpin mark, DNAT).
+    fn service_table(n: usize) -> Table {
+        let mut t = Table::new(TableName::Nat);
+        let vip = ip(10, 96, 0, 50);
+        t.append("PREROUTING", Rule::new(vec![], Target::Jump("KUBE-SERVICES".into())));
+        t.append("KUBE-SERVICES", Rule::new(vec![Match::Destination { cidr: Cidr::new(ip(10, 96, 0, 49), 32), negate: false }], Target::Jump("OTHER".into())));
+        t.append("KUBE-SERVICES", Rule::new(vec![Match::Destination { cidr: Cidr::new(vip, 32), negate: false }], Target::Jump("KUBE-SVC".into())));
+        t.append("KUBE-MARK-MASQ", Rule::new(vec![], Target::OrMark(0x4000)));
+        for i in 0..n {
+            let sep = format!("KUBE-SEP-{i}");
+            let mut m = vec![];
+            if i + 1 < n {
+                m.push(Match::Probability(1.0 / (n - i) as f64));
+            }
+            t.append("KUBE-SVC", Rule::new(m, Target::Jump(sep.clone())));
+            let addr = SockAddr::new(Ipv4Addr::from(u32::from(ip(10, 100, 0, 0)) + i as u32), 8080);
+            t.append(&sep, Rule::new(vec![Match::Source { cidr: Cidr::new(addr.ip, 32), negate: false }], Target::Jump("KUBE-MARK-MASQ".into())));
+            t.append(&sep, Rule::new(vec![], Target::Dnat(addr)));
+        }
+        t
+    }
+
+    /// The search as it was: one whole walk per branch, with scripted draws.
+    fn every_walk(table: &Table, hook: &str, p: &Packet, ctx: &NodeContext) -> Vec<SockAddr> {
+        struct Script(Vec<bool>, usize);
+        impl Dice for Script {
+            fn roll(&mut self, _: f64) -> bool {
+                if self.1 >= self.0.len() {
+                    self.0.push(true);
+                }
+                self.1 += 1;
+                self.0[self.1 - 1]
+            }
+        }
+        let (mut out, mut todo) = (BTreeSet::new(), vec![Vec::new()]);
+        while let Some(prefix) = todo.pop() {
+            let fixed = prefix.len();
+            let mut s = Script(prefix, 0);
+            if let Verdict::Dnat(to) = walk(table, hook, p, 0, ctx, &mut s).verdict {
+                out.insert(to);
+            }
+            for j in fixed..s.1 {
+                let mut alt = s.0[..j].to_vec();
+                alt.push(false);
+                todo.push(alt);
+            }
+        }
+        out.into_iter().collect()
+    }
+
+    #[test]
+    fn the_search_finds_what_walking_every_branch_finds() {
+        let ctx = NodeContext::new(vec![ip(192, 168, 0, 2)]);
+        for n in [1, 2, 3, 7, 40] {
+            let t = service_table(n);
+            let got = reachable(&t, "PREROUTING", &pkt(ip(10, 96, 0, 50), 80), &ctx);
+            assert!(got.complete);
+            assert_eq!(got.targets.len(), n);
+            assert_eq!(got.targets, every_walk(&t, "PREROUTING", &pkt(ip(10, 96, 0, 50), 80), &ctx), "{n} endpoints");
+        }
+        // A packet for no Service reaches nothing.
+        assert_eq!(reachable(&service_table(5), "PREROUTING", &pkt(ip(10, 96, 0, 51), 80), &ctx).targets, []);
+    }
+
+    #[test]
+    fn every_one_of_many_endpoints_is_listed() {
+        // The old search stopped after 10,000 targets without saying so.
+        let n = 25_000;
+        let t = service_table(n);
+        let got = reachable(&t, "PREROUTING", &pkt(ip(10, 96, 0, 50), 80), &NodeContext::new(vec![]));
+        assert!(got.complete);
+        assert_eq!(got.targets.len(), n);
+        assert_eq!(got.targets.last(), Some(&SockAddr::new(Ipv4Addr::from(u32::from(ip(10, 100, 0, 0)) + n as u32 - 1), 8080)));
+        // One walk through the same chain reaches the last endpoint too:
+        // its step budget grows with the table.
+        let mut never = FixedDraws::new(vec![1.0; n]);
+        assert_eq!(walk(&t, "PREROUTING", &pkt(ip(10, 96, 0, 50), 80), 0, &NodeContext::new(vec![]), &mut never).verdict, Verdict::Dnat(got.targets[n - 1]));
+    }
+
+    #[test]
+    fn a_table_that_calls_chains_over_and_over_is_reported_incomplete() {
+        // C0 calls C1 twice, C1 calls C2 twice, ...: 2^40 paths through 121
+        // rules. Each reaches C40 with another call stack, so no state repeats.
+        let mut t = Table::new(TableName::Nat);
+        t.append("PREROUTING", Rule::new(vec![], Target::Jump("C0".into())));
+        for d in 0..40 {
+            for _ in 0..2 {
+                t.append(&format!("C{d}"), Rule::new(vec![], Target::Jump(format!("C{}", d + 1))));
+            }
+        }
+        t.append("C40", Rule::new(vec![Match::Probability(0.5)], Target::Dnat(SockAddr::new(ip(10, 0, 0, 1), 80))));
+        let got = reachable(&t, "PREROUTING", &pkt(ip(10, 96, 0, 50), 80), &NodeContext::new(vec![]));
+        assert!(!got.complete);
+        assert_eq!(got.targets, [SockAddr::new(ip(10, 0, 0, 1), 80)]);
+    }
 }

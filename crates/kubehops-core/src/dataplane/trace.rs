@@ -9,7 +9,7 @@ use crate::api::Node;
 use crate::dataplane::iptables::{TableName, Target};
 use crate::dataplane::kubeproxy::NodeRules;
 use crate::net::{Packet, SockAddr};
-use crate::dataplane::netfilter::{reachable_dnat_targets, traverse, Entry, FixedDraws, NodeContext, Verdict};
+use crate::dataplane::netfilter::{reachable, traverse, Reachable, Entry, FixedDraws, NodeContext, Verdict};
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
 
@@ -31,6 +31,9 @@ pub struct TraceResult {
     pub verdict: TraceVerdict,
     /// Every endpoint the packet could be DNATed to, sorted.
     pub targets: Vec<SockAddr>,
+    /// False when the search of the branches stopped early, so `targets`
+    /// may miss some (only for tables that call chains over and over).
+    pub targets_complete: bool,
     /// Whether kube-proxy masquerades the packet.
     pub masquerade: bool,
     /// The rules that matched, as `iptables-save` lines prefixed by their
@@ -60,15 +63,16 @@ pub fn trace(rules: &NodeRules, node: &Node, pkt: &Packet, from_node: bool) -> T
     let accepted = t.filter.matched.iter().any(|r| {
         r.chain.starts_with("KUBE-") && table(r.table).rule(r).is_some_and(|rule| rule.target == Target::Accept && rule.comment().is_some_and(|c| c.ends_with("health check node port")))
     });
-    let (verdict, targets) = match (t.refused(), &t.nat.verdict) {
-        (Some(Verdict::Drop), _) => (TraceVerdict::Drop, vec![]),
-        (Some(_), _) => (TraceVerdict::Reject, vec![]),
+    let none = || Reachable { targets: vec![], complete: true };
+    let (verdict, reach) = match (t.refused(), &t.nat.verdict) {
+        (Some(Verdict::Drop), _) => (TraceVerdict::Drop, none()),
+        (Some(_), _) => (TraceVerdict::Reject, none()),
         (None, Verdict::Dnat(_)) => {
             let hook = if from_node { "OUTPUT" } else { "PREROUTING" };
-            (TraceVerdict::Dnat, reachable_dnat_targets(&rules.nat, hook, pkt, &ctx))
+            (TraceVerdict::Dnat, reachable(&rules.nat, hook, pkt, &ctx))
         }
-        (None, _) if accepted => (TraceVerdict::Accept, vec![]),
-        (None, _) => (TraceVerdict::None, vec![]),
+        (None, _) if accepted => (TraceVerdict::Accept, none()),
+        (None, _) => (TraceVerdict::None, none()),
     };
-    TraceResult { verdict, targets, masquerade: t.masquerade(), matched }
+    TraceResult { verdict, targets: reach.targets, targets_complete: reach.complete, masquerade: t.masquerade(), matched }
 }

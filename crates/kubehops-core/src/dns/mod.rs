@@ -484,10 +484,12 @@ impl ClusterDns {
     /// external name as a CNAME, followed when it is inside the zone.
     fn a_records(&self, qname: &str, targets: &[Target], depth: usize) -> Vec<Record> {
         let mut out: Vec<Record> = Vec::new();
+        // The addresses already answered, so de-duplication stays linear.
+        let mut seen: std::collections::HashSet<Ipv4Addr> = Default::default();
         for t in targets {
             match &t.host {
                 Host::Ip(ip) => {
-                    if !out.iter().any(|r| r.data == RData::A(*ip)) {
+                    if seen.insert(*ip) {
                         out.push(self.record(qname, RData::A(*ip)));
                     }
                 }
@@ -528,16 +530,18 @@ impl ClusterDns {
         // As in the plugin, a share that rounds down to 0 is given as 1.
         let weight = if targets.is_empty() { 0 } else { ((100.0 / total * 100.0).floor() as u16).max(1) };
         let (mut answer, mut additional) = (Vec::new(), Vec::new());
+        // What is in each section already (the records differ only in
+        // these), so de-duplication stays linear.
+        let mut in_answer: std::collections::HashSet<(u16, String)> = Default::default();
+        let mut in_additional: std::collections::HashSet<(String, Ipv4Addr)> = Default::default();
         for t in targets {
             let (Host::Ip(ip), Some(port)) = (&t.host, t.port) else { continue };
             let target = fqdn(&t.key);
-            let srv = self.record(qname, RData::Srv { priority: 0, weight, port, target: target.clone() });
-            if !answer.contains(&srv) {
-                answer.push(srv);
+            if in_answer.insert((port, target.clone())) {
+                answer.push(self.record(qname, RData::Srv { priority: 0, weight, port, target: target.clone() }));
             }
-            let a = self.record(&target, RData::A(*ip));
-            if !additional.contains(&a) {
-                additional.push(a);
+            if in_additional.insert((target.clone(), *ip)) {
+                additional.push(self.record(&target, RData::A(*ip)));
             }
         }
         (answer, additional)
