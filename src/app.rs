@@ -1,34 +1,37 @@
 //! The page: wires the player to the URL, the keyboard and the clock, and
-//! lays out the canvas and the panels.
+//! lays out the navigation, the canvas and the panels.
 
 use crate::canvas::Canvas;
-use crate::controls::{Controls, RandomPick, StepIndicator};
+use crate::controls::{Actions, Controls, Demos, ParamControls, RandomPick, StepIndicator};
 use crate::nodes::{ConntrackPanel, RulesPanel};
-use crate::panels::{HopDetail, KubectlPanel, Legend, ManifestPanel, Narration, Notices};
+use crate::panels::{Comparison, HopDetail, KubectlPanel, Legend, ManifestPanel, Narration, Notices};
 use crate::player::Player;
+use kubehops_core::scenarios::{Params, Scenario, Step, REGISTRY};
 use kubehops_core::scene::{frame, Frame, Layout};
-use kubehops_core::scenarios::{build, Options, Walkthrough};
 use leptos::ev;
 use leptos::prelude::*;
 
-/// Everything the components read: the player and the derived frame.
+/// Everything the components read: the player and what is derived from it.
 #[derive(Clone, Copy)]
 pub struct Ctx {
     pub player: Player,
-    pub layout: StoredValue<Layout>,
+    /// Computed from the scenario's actors; the same for every parameter
+    /// value of one scenario, so the picture does not jump.
+    pub layout: Memo<Layout>,
     pub frame: Memo<Frame>,
 }
 
 impl Ctx {
-    /// Runs `f` on the current step of the walkthrough.
-    pub fn with_step<T>(&self, f: impl FnOnce(&kubehops_core::scenarios::Step) -> T) -> Option<T> {
-        let s = self.frame.get().step;
-        self.player.walkthrough.with(|w| w.steps.get(s).map(f))
+    /// Runs `f` on the scenario.
+    pub fn with_scenario<T>(&self, f: impl FnOnce(&Scenario) -> T) -> T {
+        self.player.scenario.with(f)
     }
-}
 
-fn walkthrough() -> Walkthrough {
-    build("nodeport-loadbalancer", Options::default()).unwrap_or_else(|| kubehops_core::scenarios::nodeport_loadbalancer(Options::default()))
+    /// Runs `f` on the current step of the scenario.
+    pub fn with_step<T>(&self, f: impl FnOnce(&Step) -> T) -> Option<T> {
+        let s = self.frame.get().step;
+        self.player.scenario.with(|sc| sc.steps.get(s).map(f))
+    }
 }
 
 fn now_ms() -> f64 {
@@ -136,33 +139,29 @@ impl Target {
 
 #[component]
 pub fn App() -> impl IntoView {
-    let w = walkthrough();
-    // The layout depends only on the actors, which a rebuild with other
-    // random picks keeps.
-    let layout = StoredValue::new(Layout::new(&w));
-    let title = w.title.clone();
     let reduced = window()
         .match_media("(prefers-reduced-motion: reduce)")
         .ok()
         .flatten()
         .is_some_and(|m| m.matches());
-    let player = Player::new(w, None, reduced);
+    let player = Player::new(REGISTRY[0].id, Params::default(), reduced);
+    let layout = Memo::new(move |_| player.scenario.with(|s| Layout::new(&s.actors)));
     let frame = Memo::new(move |_| {
         let (s, p) = (player.step.get(), player.shown_progress());
-        player.walkthrough.with(|w| layout.with_value(|l| frame(w, l, s, p)))
+        player.scenario.with(|sc| layout.with(|l| frame(sc, l, s, p)))
     });
     let ctx = Ctx { player, layout, frame };
     provide_context(ctx);
 
-    // The URL opens a step; later changes to the hash do too.
+    // The URL opens a scenario and a state; later changes to the hash do too.
     let hash = window().location().hash().unwrap_or_default();
+    player.open_link(&hash);
     if hash.is_empty() {
-        player.go_to(0);
         player.playing.set(false);
         player.progress.set(0.0);
-    } else {
-        player.open_link(&hash);
     }
+    let title = Memo::new(move |_| player.scenario.with(|s| s.title.clone()));
+    Effect::new(move |_| document().set_title(&format!("KubeHops · {}", title.get())));
     let _ = window_event_listener(ev::hashchange, move |_| {
         let h = window().location().hash().unwrap_or_default();
         if h != player.link_hash() {
@@ -223,10 +222,15 @@ pub fn App() -> impl IntoView {
             data-playing=move || player.playing.get().to_string()
         >
             <header class="kh-head">
-                <h1>{title}</h1>
-                <StepIndicator/>
+                <p class="kh-brand">"KubeHops"</p>
+                <ScenarioNav/>
             </header>
+            <div class="kh-titlebar">
+                <h1>{move || title.get()}</h1>
+                <StepIndicator/>
+            </div>
             <Notices/>
+            <ParamControls/>
             // Reading order is the narrow layout's order: the animation,
             // what the step is about, the options and legend, then the
             // details. Wide, the grid moves the narration beside the canvas.
@@ -234,9 +238,11 @@ pub fn App() -> impl IntoView {
                 <section class="kh-stage" aria-label="Animation">
                     <Canvas/>
                     <Controls/>
+                    <Actions/>
                 </section>
                 <Narration/>
                 <div class="kh-extras">
+                    <Demos/>
                     <RandomPick/>
                     <Legend/>
                 </div>
@@ -248,8 +254,43 @@ pub fn App() -> impl IntoView {
                 </aside>
                 <div class="kh-tables">
                     <RulesPanel/>
+                    <Comparison/>
                 </div>
             </main>
         </div>
+    }
+}
+
+/// One entry per scenario of the registry: real links, so the keyboard,
+/// a middle click and a copied address all work.
+#[component]
+fn ScenarioNav() -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let current = move || ctx.player.scenario_id.get();
+    view! {
+        <nav class="kh-nav" aria-label="Scenarios">
+            <ul>
+                {REGISTRY
+                    .iter()
+                    .map(|e| {
+                        let id = e.id;
+                        let here = move || current() == id;
+                        view! {
+                            <li>
+                                <a
+                                    href=format!("#/{id}/1")
+                                    class="kh-nav-link"
+                                    class:current=here
+                                    aria-current=move || here().then_some("page")
+                                    title=e.blurb
+                                >
+                                    {e.title}
+                                </a>
+                            </li>
+                        }
+                    })
+                    .collect_view()}
+            </ul>
+        </nav>
     }
 }

@@ -1,10 +1,10 @@
-//! The SVG canvas: actors, node cards with their kube-proxy rules, the
-//! trails of finished hops and the moving token. It draws the frame the
-//! core computed and the view that frame points at.
+//! The SVG canvas: zones, actors, node cards with their kube-proxy rules,
+//! the trails of finished hops and the moving token. It draws the layout
+//! and the frame the core computed, and the view that frame points at.
 
 use crate::app::Ctx;
-use kubehops_core::scene::{Point, Rect, HEIGHT, WIDTH};
-use kubehops_core::sim::{BalancerView, HopKind, Place, RuleSummary};
+use kubehops_core::scene::{Point, Rect};
+use kubehops_core::sim::{Actor, ActorId, ActorKind, BalancerView, HopKind, Leg, RuleSummary};
 use leptos::prelude::*;
 
 /// A kind's CSS class, token label and name, so colour is never the only cue.
@@ -18,52 +18,53 @@ pub fn kind_info(k: HopKind) -> (&'static str, &'static str, &'static str) {
     }
 }
 
-const KINDS: [HopKind; 5] = [HopKind::Dns, HopKind::Request, HopKind::Reply, HopKind::ControlPlane, HopKind::Dropped];
+pub const KINDS: [HopKind; 5] = [HopKind::Dns, HopKind::Request, HopKind::Reply, HopKind::ControlPlane, HopKind::Dropped];
 
-fn points(path: &[Point], offset: f64) -> String {
-    path.iter().map(|p| format!("{:.1},{:.1}", p.x + offset, p.y + offset)).collect::<Vec<_>>().join(" ")
+fn points(path: &[Point]) -> String {
+    path.iter().map(|p| format!("{:.1},{:.1}", p.x, p.y)).collect::<Vec<_>>().join(" ")
 }
 
 #[component]
 pub fn Canvas() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let description = move || {
+        let what_if = ctx.with_scenario(|s| s.what_if.clone());
         ctx.with_step(|st| match ctx.frame.get().current.and_then(|i| st.hops.get(i).map(|h| (i, h))) {
             Some((i, h)) => {
-                let what_if = if h.what_if { format!(" ({})", crate::panels::WHAT_IF) } else { String::new() };
-                format!("Hop {} of {}{what_if}: {}. {}", i + 1, st.hops.len(), h.caption, h.detail)
+                let alt = if h.what_if { format!(" (what if: {})", what_if.clone().unwrap_or_default()) } else { String::new() };
+                format!("Hop {} of {}{alt}: {}. {}", i + 1, st.hops.len(), h.caption, h.detail)
             }
             None => format!("{} hops in this step. Press Play to start.", st.hops.len()),
         })
         .unwrap_or_default()
     };
+    let view_box = move || ctx.layout.with(|l| format!("0 0 {} {:.0}", l.width, l.height));
+    // Actors change only with the scenario, not with its parameters.
+    let actors = Memo::new(move |_| ctx.with_scenario(|s| s.actors.clone()));
     view! {
         <figure class="kh-canvas">
-            <svg
-                viewBox=format!("0 0 {WIDTH} {HEIGHT}")
-                role="img"
-                aria-label=description
-                preserveAspectRatio="xMidYMid meet"
-            >
+            <svg viewBox=view_box role="img" aria-label=description preserveAspectRatio="xMidYMid meet">
                 <defs>
                     {KINDS
                         .iter()
                         .map(|k| {
                             let (class, _, _) = kind_info(*k);
                             view! {
-                                <marker id=format!("kh-arrow-{class}") class=format!("kh-arrow kh-{class}") viewBox="0 0 10 10" refX="8" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
+                                <marker id=format!("kh-arrow-{class}") class=format!("kh-arrow kh-{class}") viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
                                     <path d="M0,0 L10,5 L0,10 z"></path>
                                 </marker>
                             }
                         })
                         .collect_view()}
                 </defs>
-                <Zones/>
-                <Actor place=Place::Laptop/>
-                <Actor place=Place::ApiServer/>
-                <Actor place=Place::CloudControllerManager/>
-                <Balancer/>
-                {(0..ctx.layout.with_value(|l| l.proxy_panels.len())).map(|i| view! { <NodeCard index=i/> }).collect_view()}
+                {move || {
+                    // Redrawn only when the actors (and so the layout) change.
+                    let actors = actors.get();
+                    view! {
+                        <Zones/>
+                        {actors.into_iter().filter(|a| a.parent.is_none()).map(|a| view! { <ActorBox actor=a/> }).collect_view()}
+                    }
+                }}
                 <Trails/>
                 <Token/>
             </svg>
@@ -74,10 +75,11 @@ pub fn Canvas() -> impl IntoView {
 
 fn status_line(ctx: Ctx) -> String {
     let f = ctx.frame.get();
+    let what_if = ctx.with_scenario(|s| s.what_if.clone());
     ctx.with_step(|st| match f.current.and_then(|i| st.hops.get(i).map(|h| (i, h))) {
         Some((i, h)) => {
             let wire = h.packet.as_ref().map(|p| format!("  ·  {}", p.after)).unwrap_or_default();
-            let alt = if h.what_if { format!("  ·  {}", crate::panels::WHAT_IF) } else { String::new() };
+            let alt = if h.what_if { format!("  ·  what if: {}", what_if.clone().unwrap_or_default()) } else { String::new() };
             format!("{}/{}  ·  {}{}{}", i + 1, st.hops.len(), h.caption, wire, alt)
         }
         None => format!("Ready: {} hops. Press Play or Space.", st.hops.len()),
@@ -87,60 +89,95 @@ fn status_line(ctx: Ctx) -> String {
 
 #[component]
 fn Zones() -> impl IntoView {
-    let zone = |x: f64, w: f64, label: &'static str| {
-        view! {
-            <g class="kh-zone">
-                <rect x=x y="4" width=w height=HEIGHT - 8.0 rx="14"></rect>
-                <text x=x + 12.0 y="28" class="kh-zone-label">{label}</text>
-            </g>
-        }
-    };
-    view! {
-        {zone(6.0, 178.0, "OUTSIDE")}
-        {zone(192.0, 188.0, "CONTROL PLANE")}
-        {zone(392.0, WIDTH - 398.0, "CLUSTER")}
+    let ctx = expect_context::<Ctx>();
+    let columns = ctx.layout.with_untracked(|l| l.columns.clone());
+    columns
+        .into_iter()
+        .map(|c| {
+            let r = c.rect;
+            view! {
+                <g class="kh-zone">
+                    <rect x=r.x y=r.y width=r.w height=r.h rx="14"></rect>
+                    <text x=r.x + 12.0 y=r.y + 22.0 class="kh-zone-label">{c.zone.label()}</text>
+                </g>
+            }
+        })
+        .collect_view()
+}
+
+fn is_active(ctx: Ctx, id: ActorId) -> bool {
+    let f = ctx.frame.get();
+    ctx.with_step(|st| f.current.and_then(|i| st.hops.get(i)).is_some_and(|h| h.from == id || h.to == id)).unwrap_or(false)
+}
+
+/// The box of a top-level actor: a node's card, a balancer, or a labelled box.
+#[component]
+fn ActorBox(actor: Actor) -> impl IntoView {
+    match actor.kind {
+        ActorKind::Node => view! { <NodeCard node=actor/> }.into_any(),
+        ActorKind::LoadBalancer => view! { <Balancer actor=actor/> }.into_any(),
+        _ => view! { <Component actor=actor/> }.into_any(),
     }
 }
 
-fn is_active(ctx: Ctx, place: Place) -> bool {
-    let f = ctx.frame.get();
-    ctx.with_step(|st| f.current.and_then(|i| st.hops.get(i)).is_some_and(|h| h.from == place || h.to == place)).unwrap_or(false)
+/// What a component does, under its name.
+fn role_of(kind: ActorKind) -> &'static str {
+    match kind {
+        ActorKind::Laptop => "kubectl · client",
+        ActorKind::Resolver => "upstream DNS",
+        ActorKind::OutsideHost => "outside host",
+        _ => "",
+    }
 }
 
-/// Laptop, API server or cloud-controller-manager: a labelled box.
+/// Splits a long label over two lines: a host name after its first label
+/// (`mydb.` / `example.com`), other names at their last hyphen
+/// (`cloud-controller-` / `manager`).
+fn label_lines(label: &str) -> (String, Option<String>) {
+    if label.chars().count() <= 14 {
+        return (label.to_string(), None);
+    }
+    match label.find('.').or_else(|| label.rfind('-')) {
+        Some(i) if i > 2 => (label[..=i].to_string(), Some(label[i + 1..].to_string())),
+        _ => (label.to_string(), None),
+    }
+}
+
+/// Laptop, hosts, the API server and controllers: a labelled box.
 #[component]
-fn Actor(place: Place) -> impl IntoView {
+fn Component(actor: Actor) -> impl IntoView {
     let ctx = expect_context::<Ctx>();
-    let r = ctx.layout.with_value(|l| l.rect(place)).unwrap_or(Rect { x: 0.0, y: 0.0, w: 0.0, h: 0.0 });
-    let (label, sub) = ctx.player.walkthrough.with_untracked(|w| w.actor(place).map(|a| (a.label.clone(), a.sublabel.clone())).unwrap_or_default());
-    let (label, extra) = match place {
-        Place::CloudControllerManager => ("cloud-controller-".to_string(), Some("manager".to_string())),
-        _ => (label, None),
-    };
-    let role = match place {
-        Place::Laptop => "kubectl · client",
-        _ => "",
-    };
-    let sub = if place == Place::CloudControllerManager { String::new() } else { sub };
+    let id = actor.id;
+    let r = ctx.layout.with_untracked(|l| l.rect(id)).unwrap_or(Rect::ZERO);
+    let (line1, line2) = label_lines(&actor.label);
+    let two = line2.is_some();
+    let role = if two { "" } else { role_of(actor.kind) };
+    // A name on two lines leaves room for the address only in a tall box.
+    let fits = |t: &str| t.chars().count() as f64 * 7.4 <= r.w - 12.0;
+    let sub = if (two && r.h < 76.0) || !fits(&actor.sublabel) { String::new() } else { actor.sublabel.clone() };
+    let sub_y = if two { r.y + 62.0 } else { r.y + 46.0 };
     let cx = r.x + r.w / 2.0;
+    let kind = format!("{:?}", actor.kind).to_lowercase();
     view! {
-        <g class="kh-actor" class:active=move || is_active(ctx, place)>
+        <g class=format!("kh-actor kh-kind-{kind}") class:active=move || is_active(ctx, id) data-actor=actor.short.clone()>
+            <title>{actor.label.clone()}</title>
             <rect x=r.x y=r.y width=r.w height=r.h rx="10"></rect>
-            <text x=cx y=r.y + 28.0 class="kh-label" text-anchor="middle">{label}</text>
-            {extra.map(|e| view! { <text x=cx y=r.y + 48.0 class="kh-label" text-anchor="middle">{e}</text> })}
-            {(!sub.is_empty()).then(|| view! { <text x=cx y=r.y + 50.0 class="kh-mono" text-anchor="middle">{sub.clone()}</text> })}
-            {(!role.is_empty()).then(|| view! { <text x=cx y=r.y + r.h - 14.0 class="kh-muted" text-anchor="middle">{role}</text> })}
+            <text x=cx y=r.y + 26.0 class="kh-label" text-anchor="middle">{line1}</text>
+            {line2.map(|l| view! { <text x=cx y=r.y + 44.0 class="kh-label" text-anchor="middle">{l}</text> })}
+            {(!sub.is_empty()).then(|| view! { <text x=cx y=sub_y class="kh-mono" text-anchor="middle">{sub.clone()}</text> })}
+            {(!role.is_empty() && r.h >= 80.0).then(|| view! { <text x=cx y=r.bottom() - 12.0 class="kh-muted" text-anchor="middle">{role}</text> })}
         </g>
     }
 }
 
 #[component]
-fn Balancer() -> impl IntoView {
+fn Balancer(actor: Actor) -> impl IntoView {
     let ctx = expect_context::<Ctx>();
-    let r = ctx.layout.with_value(|l| l.rect(Place::LoadBalancer)).unwrap_or(Rect { x: 0.0, y: 0.0, w: 0.0, h: 0.0 });
+    let id = actor.id;
+    let r = ctx.layout.with_untracked(|l| l.rect(id)).unwrap_or(Rect::ZERO);
     let state = Memo::new(move |_| {
         let f = ctx.frame.get();
-        ctx.with_step(|st| st.views.get(f.view).map(|v| v.balancer.clone())).flatten().unwrap_or(BalancerView::Absent)
+        ctx.with_step(|st| st.views.get(f.view).map(|v| v.balancer(id))).flatten().unwrap_or(BalancerView::Absent)
     });
     let cx = r.x + r.w / 2.0;
     view! {
@@ -148,22 +185,22 @@ fn Balancer() -> impl IntoView {
             class="kh-actor kh-lb"
             class:absent=move || state.get() == BalancerView::Absent
             class:provisioning=move || state.get() == BalancerView::Provisioning
-            class:active=move || is_active(ctx, Place::LoadBalancer)
+            class:active=move || is_active(ctx, id)
         >
             <rect x=r.x y=r.y width=r.w height=r.h rx="10"></rect>
-            <text x=cx y=r.y + 28.0 class="kh-label" text-anchor="middle">"Load balancer"</text>
-            <text x=cx y=r.y + 52.0 class="kh-mono" text-anchor="middle">
+            <text x=cx y=r.y + 26.0 class="kh-label" text-anchor="middle">{actor.short.clone()}</text>
+            <text x=cx y=r.y + 50.0 class="kh-mono" text-anchor="middle">
                 {move || match state.get() {
-                    BalancerView::Absent => "none yet".to_string(),
+                    BalancerView::Absent => "none".to_string(),
                     BalancerView::Provisioning => "provisioning…".to_string(),
                     BalancerView::Active { ip } => ip.to_string(),
                 }}
             </text>
-            <text x=cx y=r.y + r.h - 12.0 class="kh-muted" text-anchor="middle">
+            <text x=cx y=r.bottom() - 12.0 class="kh-muted" text-anchor="middle">
                 {move || match state.get() {
-                    BalancerView::Absent => "type: LoadBalancer",
+                    BalancerView::Absent => "for type: LoadBalancer",
                     BalancerView::Provisioning => "IP <pending>",
-                    BalancerView::Active { .. } => ":80 → :31000",
+                    BalancerView::Active { .. } => "forwards to node ports",
                 }}
             </text>
         </g>
@@ -175,22 +212,18 @@ fn summary_text(r: &RuleSummary) -> String {
         RuleSummary::ClusterIp { addr, .. } => format!("{addr} → SVC"),
         RuleSummary::NodePort { port, .. } => format!("NodePort :{port} → EXT"),
         RuleSummary::LoadBalancerIp { addr, .. } => format!("LB {addr} → EXT"),
+        RuleSummary::ExternalIp { addr, .. } => format!("external {addr} → EXT"),
         RuleSummary::Endpoints { targets, .. } => format!("SVC → {} Pods, random", targets.len()),
+        RuleSummary::Reject { addr, .. } => format!("{addr}: REJECT, no endpoints"),
     }
 }
 
 #[component]
-fn NodeCard(index: usize) -> impl IntoView {
+fn NodeCard(node: Actor) -> impl IntoView {
     let ctx = expect_context::<Ctx>();
-    let (card, panel, pods_area) = ctx.layout.with_value(|l| {
-        (l.rect(Place::Node(index)).unwrap_or(Rect { x: 0.0, y: 0.0, w: 0.0, h: 0.0 }), l.proxy_panels[index], l.pod_areas[index])
-    });
-    let (name, ip, pods) = ctx.player.walkthrough.with_untracked(|w| {
-        let a = w.actor(Place::Node(index));
-        let pods: Vec<(Place, String, String, String)> =
-            w.actors.iter().filter(|a| a.node == Some(index)).map(|a| (a.place, a.label.clone(), a.short.clone(), a.sublabel.clone())).collect();
-        (a.map(|a| a.label.clone()).unwrap_or_default(), a.map(|a| a.sublabel.clone()).unwrap_or_default(), pods)
-    });
+    let id = node.id;
+    let Some(card) = ctx.layout.with_untracked(|l| l.node_card(id).copied()) else { return ().into_any() };
+    let pods: Vec<Actor> = ctx.player.scenario.with_untracked(|s| s.actors.iter().filter(|a| a.parent == Some(id)).cloned().collect());
     // The node's rule summary in the current view, and which lines the
     // current hop matched here.
     let rules = Memo::new(move |_| {
@@ -200,40 +233,45 @@ fn NodeCard(index: usize) -> impl IntoView {
                 .current
                 .and_then(|i| st.hops.get(i))
                 .and_then(|h| h.packet.as_ref())
-                .filter(|p| p.decided_on == Some(index))
+                .filter(|p| p.decided_on == Some(id))
                 .map(|p| p.matched.iter().map(|m| m.line).collect())
                 .unwrap_or_default();
             st.views
                 .get(f.view)
-                .and_then(|v| v.nodes.get(index))
+                .and_then(|v| v.node(id))
                 .map(|n| n.rules.iter().map(|r| (summary_text(r), r.lines().iter().any(|l| hit.contains(l)))).collect::<Vec<_>>())
                 .unwrap_or_default()
         })
         .unwrap_or_default()
     });
+    let service = Memo::new(move |_| ctx.with_step(|st| st.views.first().and_then(|v| v.kubectl.rows.get(1)).and_then(|r| r.first().cloned())).flatten().unwrap_or_default());
     let updated = move || {
         let f = ctx.frame.get();
-        ctx.with_step(|st| f.current.and_then(|i| st.hops.get(i)).is_some_and(|h| h.kind == HopKind::ControlPlane && h.to == Place::Node(index))).unwrap_or(false)
+        ctx.with_step(|st| f.current.and_then(|i| st.hops.get(i)).is_some_and(|h| h.kind == HopKind::ControlPlane && h.to == id)).unwrap_or(false)
     };
+    let (c, panel, area) = (card.card, card.panel, card.pods);
     let empty = pods.is_empty();
+    let lines_fit = ((panel.h - 30.0) / 21.0).floor().max(1.0) as usize;
     view! {
-        <g class="kh-node" class:active=move || is_active(ctx, Place::Node(index))>
-            <rect class="kh-node-card" x=card.x y=card.y width=card.w height=card.h rx="12"></rect>
-            <text x=card.x + 14.0 y=card.y + 28.0 class="kh-node-name">{name}</text>
-            <text x=card.x + 96.0 y=card.y + 28.0 class="kh-mono">{ip}</text>
+        <g class="kh-node" class:active=move || is_active(ctx, id) data-node=node.short.clone()>
+            <rect class="kh-node-card" x=c.x y=c.y width=c.w height=c.h rx="12"></rect>
+            <text x=c.x + 14.0 y=c.y + 25.0 class="kh-node-name">{node.short.clone()}</text>
+            <text x=c.right() - 14.0 y=c.y + 25.0 class="kh-mono" text-anchor="end">{node.sublabel.clone()}</text>
             <g class="kh-proxy" class:updated=updated>
                 <rect x=panel.x y=panel.y width=panel.w height=panel.h rx="8"></rect>
-                <text x=panel.x + 10.0 y=panel.y + 20.0 class="kh-panel-title">"kube-proxy · iptables nat"</text>
+                <text x=panel.x + 10.0 y=panel.y + 19.0 class="kh-panel-title">"kube-proxy · iptables"</text>
                 {move || {
                     let rs = rules.get();
                     if rs.is_empty() {
-                        return view! { <text x=panel.x + 10.0 y=panel.y + 46.0 class="kh-muted">"no rules for web"</text> }.into_any();
+                        let svc = service.get();
+                        let text = if svc.is_empty() { "no rules".to_string() } else { format!("no rules for {svc}") };
+                        return view! { <text x=panel.x + 10.0 y=panel.y + 44.0 class="kh-muted">{text}</text> }.into_any();
                     }
                     rs.into_iter()
-                        .take(4)
+                        .take(lines_fit)
                         .enumerate()
                         .map(|(i, (t, hit))| {
-                            let y = panel.y + 32.0 + i as f64 * 21.0;
+                            let y = panel.y + 28.0 + i as f64 * 21.0;
                             view! {
                                 <g class="kh-rule" class:hit=hit>
                                     <rect x=panel.x + 4.0 y=y width=panel.w - 8.0 height="20" rx="4"></rect>
@@ -247,28 +285,41 @@ fn NodeCard(index: usize) -> impl IntoView {
             </g>
             {empty.then(|| view! {
                 <g class="kh-pod empty">
-                    <rect x=pods_area.x y=pods_area.y width=pods_area.w height=pods_area.h rx="8"></rect>
-                    <text x=pods_area.x + pods_area.w / 2.0 y=pods_area.y + pods_area.h / 2.0 + 5.0 class="kh-muted" text-anchor="middle">"no web Pod"</text>
+                    <rect x=area.x y=area.y width=area.w height=area.h rx="8"></rect>
+                    <text x=area.x + area.w / 2.0 y=area.y + area.h / 2.0 + 5.0 class="kh-muted" text-anchor="middle">"no Pods"</text>
                 </g>
             })}
-            {pods.into_iter().map(|(place, label, short, sub)| view! { <PodBox place=place label=label short=short sub=sub/> }).collect_view()}
+            {pods.into_iter().map(|p| view! { <PodBox pod=p/> }).collect_view()}
         </g>
     }
+    .into_any()
 }
 
 #[component]
-fn PodBox(place: Place, label: String, short: String, sub: String) -> impl IntoView {
+fn PodBox(pod: Actor) -> impl IntoView {
     let ctx = expect_context::<Ctx>();
-    let r = ctx.layout.with_value(|l| l.rect(place)).unwrap_or(Rect { x: 0.0, y: 0.0, w: 0.0, h: 0.0 });
+    let id = pod.id;
+    let r = ctx.layout.with_untracked(|l| l.rect(id)).unwrap_or(Rect::ZERO);
+    let ready = Memo::new(move |_| {
+        let f = ctx.frame.get();
+        ctx.with_step(|st| st.views.get(f.view).is_none_or(|v| !v.not_ready.contains(&id))).unwrap_or(true)
+    });
     let cx = r.x + r.w / 2.0;
+    let dns = pod.kind == ActorKind::CoreDns;
+    let label = if dns { "CoreDNS".to_string() } else { pod.short.clone() };
     view! {
-        <g class="kh-pod" class:active=move || is_active(ctx, place)>
-            <title>{format!("Pod {label}")}</title>
+        <g class="kh-pod" class:active=move || is_active(ctx, id) class:notready=move || !ready.get() class:coredns=dns data-pod=pod.short.clone()>
+            <title>{format!("Pod {}", pod.label)}</title>
             <rect x=r.x y=r.y width=r.w height=r.h rx="8"></rect>
-            // The core's short label (`Pod web-x2klp`); the full name is in the title.
-            <text x=cx y=r.y + 30.0 class="kh-label" text-anchor="middle">{short}</text>
-            <text x=cx y=r.y + 56.0 class="kh-mono" text-anchor="middle">{sub}</text>
-            <text x=cx y=r.y + 84.0 class="kh-ready" text-anchor="middle">"✓ Ready"</text>
+            <text x=cx y=r.y + 21.0 class="kh-label" text-anchor="middle">{label}</text>
+            <text x=cx y=r.y + 38.0 class="kh-mono" text-anchor="middle">{pod.sublabel.clone()}</text>
+            <text x=cx y=r.y + 54.0 class="kh-ready" text-anchor="middle">
+                {move || match (ready.get(), dns) {
+                    (true, true) => "✓ Ready · kube-dns",
+                    (true, false) => "✓ Ready",
+                    (false, _) => "✕ not Ready",
+                }}
+            </text>
         </g>
     }
 }
@@ -287,10 +338,8 @@ fn Trails() -> impl IntoView {
                 .enumerate()
                 .filter(|(_, h)| h.from != h.to)
                 .map(|(i, h)| {
-                    let path = ctx.layout.with_value(|l| l.route(h.from, h.to));
-                    // Replies run beside requests, not on top of them.
-                    let off = if h.kind == HopKind::Reply { 6.0 } else { 0.0 };
-                    (i, points(&path, off), h.kind, h.what_if, Some(i) == f.current)
+                    let path = ctx.layout.with(|l| l.hop_route(h));
+                    (points(&path), h.kind, h.leg == Leg::Back, h.what_if, Some(i) == f.current)
                 })
                 .collect::<Vec<_>>()
         })
@@ -302,11 +351,12 @@ fn Trails() -> impl IntoView {
                 trails
                     .get()
                     .into_iter()
-                    .map(|(_, pts, kind, what_if, current)| {
+                    .map(|(pts, kind, back, what_if, current)| {
                         let (class, _, _) = kind_info(kind);
                         view! {
                             <polyline
                                 class=format!("kh-trail kh-{class}")
+                                class:back=back
                                 class:whatif=what_if
                                 class:current=current
                                 points=pts
@@ -332,7 +382,8 @@ fn Token() -> impl IntoView {
     move || {
         token.get().map(|(p, kind, what_if)| {
             let (class, label, _) = kind_info(kind);
-            let w = 14.0 + 9.5 * label.len() as f64;
+            let label = if kind == HopKind::Dropped { "✕ DROP" } else { label };
+            let w = 14.0 + 9.5 * label.chars().count() as f64;
             view! {
                 <g
                     class=format!("kh-token kh-{class}")
@@ -343,7 +394,7 @@ fn Token() -> impl IntoView {
                     transform=format!("translate({:.1} {:.1})", p.x, p.y)
                 >
                     <rect x=-w / 2.0 y="-13" width=w height="26" rx="13"></rect>
-                    <text y="5" text-anchor="middle">{if kind == HopKind::Dropped { "✕ DROP" } else { label }}</text>
+                    <text y="5" text-anchor="middle">{label}</text>
                 </g>
             }
         })

@@ -1,8 +1,10 @@
-//! Play/Pause, Previous, Next, Restart, the step indicator and the random
-//! pick switch.
+//! Play/Pause, Previous, Next, Restart, the step indicator, the actions,
+//! the scenario's parameters as controls (tabs, buttons, switches), its
+//! demos and the random pick switch.
 
 use crate::app::Ctx;
 use crate::player::{next_seed, SPEEDS};
+use kubehops_core::scenarios::{Choice, ChoiceStyle, ParamKind, ParamSpec, Value};
 use leptos::prelude::*;
 
 #[component]
@@ -83,8 +85,8 @@ fn Icon(d: &'static str) -> impl IntoView {
 pub fn StepIndicator() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let p = ctx.player;
-    // Titles come from the walkthrough, which a new seed replaces.
-    let titles = Memo::new(move |_| p.walkthrough.with(|w| w.steps.iter().map(|s| s.title.clone()).collect::<Vec<String>>()));
+    // Titles come from the scenario, which new parameters rebuild.
+    let titles = Memo::new(move |_| p.scenario.with(|s| s.steps.iter().map(|st| st.title.clone()).collect::<Vec<String>>()));
     view! {
         <nav class="kh-steps" aria-label="Steps">
             <ol>
@@ -127,55 +129,320 @@ fn draw_seed(prev: Option<u64>) -> u64 {
     next_seed((now * 1000.0) as u64, prev)
 }
 
-/// The "Random pick (seeded)" switch: rebuilds the walkthrough with
+/// The "Random pick (seeded)" switch: rebuilds the scenario with
 /// kube-proxy's random choices drawn from a seed, or with the fixed picks.
 #[component]
 pub fn RandomPick() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let p = ctx.player;
+    let seed = Memo::new(move |_| p.scenario.with(|s| s.params.seed()));
+    let has_seed = Memo::new(move |_| p.scenario.with(|s| s.params.get("seed").is_some()));
     // The last seed used, so switching off and on again repeats it.
     let last = RwSignal::new(None::<u64>);
     Effect::new(move |_| {
-        if let Some(s) = p.seed.get() {
+        if let Some(s) = seed.get() {
             last.set(Some(s));
         }
     });
-    let on = move || p.seed.get().is_some();
+    let on = move || seed.get().is_some();
     let toggle = move |ev: leptos::ev::Event| {
         let checked = event_target_checked(&ev);
-        p.set_seed(if checked { Some(last.get_untracked().unwrap_or_else(|| draw_seed(None))) } else { None });
+        let s = if checked { Some(last.get_untracked().unwrap_or_else(|| draw_seed(None))) } else { None };
+        p.set_param("seed", Value::Seed(s));
+    };
+    move || {
+        has_seed.get().then(|| {
+            view! {
+                <div class="kh-options" role="group" aria-label="Random picks">
+                    <label class="kh-switch">
+                        <input type="checkbox" role="switch" prop:checked=on on:change=toggle aria-describedby="kh-pick-note"/>
+                        <span class="kh-switch-track" aria-hidden="true"><span class="kh-switch-thumb"></span></span>
+                        <span class="kh-switch-label">"Random pick (seeded)"</span>
+                    </label>
+                    {move || {
+                        seed.get().map(|s| {
+                            view! {
+                                <span class="kh-seed" data-testid="seed">"seed " <strong>{s.to_string()}</strong></span>
+                                <button
+                                    type="button"
+                                    class="kh-btn kh-btn-small"
+                                    title="Draw another seed and replay this step"
+                                    on:click=move |_| p.set_param("seed", Value::Seed(Some(draw_seed(seed.get_untracked()))))
+                                >
+                                    "New seed"
+                                </button>
+                            }
+                        })
+                    }}
+                    <span class="kh-pick-note" id="kh-pick-note">
+                        {move || if on() { "kube-proxy's random rules pick from this seed; the link repeats it." } else { "Off: fixed picks, so the story repeats." }}
+                    </span>
+                </div>
+            }
+        })
+    }
+}
+
+/// The scenario's parameters, each as the control its style asks for:
+/// tabs, a group of toggle buttons, a switch, a switch per member of a
+/// set. Demos, the seed and hidden parameters have their own places.
+#[component]
+pub fn ParamControls() -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let p = ctx.player;
+    let specs = Memo::new(move |_| {
+        let id = p.scenario_id.get();
+        kubehops_core::scenarios::entry(&id).map(|e| (e.params)()).unwrap_or_default()
+    });
+    move || {
+        let specs = specs.get();
+        let shown: Vec<ParamSpec> = specs
+            .into_iter()
+            .filter(|s| !matches!(s.kind, ParamKind::Seed | ParamKind::Choice { style: ChoiceStyle::Demo | ChoiceStyle::Hidden, .. }))
+            .collect();
+        (!shown.is_empty()).then(|| {
+            view! {
+                <div class="kh-params">
+                    {shown.into_iter().map(|spec| view! { <ParamControl spec=spec/> }).collect_view()}
+                </div>
+            }
+        })
+    }
+}
+
+#[component]
+fn ParamControl(spec: ParamSpec) -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let p = ctx.player;
+    let applies = {
+        let spec = spec.clone();
+        move || p.scenario.with(|s| spec.applies(&s.params))
+    };
+    let body = match spec.kind.clone() {
+        ParamKind::Choice { options, style: ChoiceStyle::Tabs, .. } => view! { <Tabs key=spec.key.clone() label=spec.label.clone() options=options/> }.into_any(),
+        ParamKind::Choice { options, .. } => view! { <Segmented key=spec.key.clone() label=spec.label.clone() options=options/> }.into_any(),
+        ParamKind::Toggle { .. } => view! { <Toggle key=spec.key.clone() label=spec.label.clone()/> }.into_any(),
+        ParamKind::Set { options } => view! { <ReadySet key=spec.key.clone() label=spec.label.clone() options=options/> }.into_any(),
+        ParamKind::Seed => ().into_any(),
+    };
+    view! { <div class="kh-param" class:hidden=move || !applies()>{body}</div> }
+}
+
+/// A tab list: one tab per value, arrow keys move between them.
+#[component]
+fn Tabs(key: String, label: String, options: Vec<Choice>) -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let p = ctx.player;
+    let k = key.clone();
+    let current = Memo::new(move |_| p.scenario.with(|s| s.params.choice(&k).unwrap_or_default().to_string()));
+    let values: Vec<String> = options.iter().map(|c| c.value.clone()).collect();
+    let pick = {
+        let key = key.clone();
+        move |v: String| p.set_param(&key, Value::Choice(v))
+    };
+    let on_key = {
+        let values = values.clone();
+        let pick = pick.clone();
+        let key = key.clone();
+        move |e: leptos::ev::KeyboardEvent| {
+            let n = values.len();
+            let i = values.iter().position(|v| *v == current.get_untracked()).unwrap_or(0);
+            let to = match e.key().as_str() {
+                "ArrowRight" => (i + 1) % n,
+                "ArrowLeft" => (i + n - 1) % n,
+                "Home" => 0,
+                "End" => n - 1,
+                _ => return,
+            };
+            e.prevent_default();
+            e.stop_propagation();
+            pick(values[to].clone());
+            focus_tab(&key, &values[to]);
+        }
     };
     view! {
-        <div class="kh-options" role="group" aria-label="Random picks">
-            <label class="kh-switch">
-                <input type="checkbox" role="switch" prop:checked=on on:change=toggle aria-describedby="kh-pick-note"/>
-                <span class="kh-switch-track" aria-hidden="true"><span class="kh-switch-thumb"></span></span>
-                <span class="kh-switch-label">"Random pick (seeded)"</span>
-            </label>
-            {move || {
-                p.seed.get().map(|s| {
+        <div class="kh-tabs" role="tablist" aria-label=label on:keydown=on_key>
+            {options
+                .into_iter()
+                .map(|c| {
+                    let v = c.value.clone();
+                    let selected = move || current.get() == v;
+                    let selected2 = selected.clone();
+                    let pick = pick.clone();
+                    let value = c.value.clone();
                     view! {
-                        <span class="kh-seed" data-testid="seed">"seed " <strong>{s.to_string()}</strong></span>
                         <button
                             type="button"
-                            class="kh-btn kh-btn-small"
-                            title="Draw another seed and replay this step"
-                            on:click=move |_| p.set_seed(Some(draw_seed(p.seed.get_untracked())))
+                            role="tab"
+                            class="kh-tab"
+                            id=format!("kh-tab-{}-{}", key, c.value)
+                            aria-selected=move || selected().to_string()
+                            aria-controls="kh-main"
+                            tabindex=move || if selected2() { "0" } else { "-1" }
+                            on:click=move |_| pick(value.clone())
                         >
-                            "New seed"
+                            {c.label}
                         </button>
                     }
                 })
-            }}
-            <span class="kh-pick-note" id="kh-pick-note">
-                {move || {
-                    if on() {
-                        "kube-proxy's random rules pick from this seed; the link repeats it."
-                    } else {
-                        "Off: fixed picks, so the story repeats."
-                    }
-                }}
-            </span>
+                .collect_view()}
         </div>
+    }
+}
+
+fn focus_tab(key: &str, value: &str) {
+    use wasm_bindgen::JsCast;
+    if let Some(el) = document().get_element_by_id(&format!("kh-tab-{key}-{value}")).and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok()) {
+        let _ = el.focus();
+    }
+}
+
+/// A group of toggle buttons for a choice (the client).
+#[component]
+fn Segmented(key: String, label: String, options: Vec<Choice>) -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let p = ctx.player;
+    let k = key.clone();
+    let current = Memo::new(move |_| p.scenario.with(|s| s.params.choice(&k).unwrap_or_default().to_string()));
+    let name = label.clone();
+    view! {
+        <div class="kh-seg-param" role="group" aria-label=name>
+            <span class="kh-param-label" aria-hidden="true">{label}</span>
+            <div class="kh-seg">
+                {options
+                    .into_iter()
+                    .map(|c| {
+                        let v = c.value.clone();
+                        let key = key.clone();
+                        let pressed = move || (current.get() == v).to_string();
+                        let value = c.value.clone();
+                        view! {
+                            <button type="button" class="kh-seg-btn" aria-pressed=pressed on:click=move |_| p.set_param(&key, Value::Choice(value.clone()))>
+                                {c.label}
+                            </button>
+                        }
+                    })
+                    .collect_view()}
+            </div>
+        </div>
+    }
+}
+
+/// A switch for a toggle parameter.
+#[component]
+fn Toggle(key: String, label: String) -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let p = ctx.player;
+    let k = key.clone();
+    let on = Memo::new(move |_| p.scenario.with(|s| s.params.toggle(&k)));
+    view! {
+        <label class="kh-switch">
+            <input type="checkbox" role="switch" prop:checked=move || on.get() on:change=move |ev| p.set_param(&key, Value::Toggle(event_target_checked(&ev)))/>
+            <span class="kh-switch-track" aria-hidden="true"><span class="kh-switch-thumb"></span></span>
+            <span class="kh-switch-label">{label}</span>
+        </label>
+    }
+}
+
+/// One switch per member of a set, named "<member> Ready": on means the
+/// member is not in the set (the set lists the Pods made not Ready).
+#[component]
+fn ReadySet(key: String, label: String, options: Vec<Choice>) -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let p = ctx.player;
+    let _ = label;
+    view! {
+        <div class="kh-ready-set" role="group" aria-label="Readiness of the Pods">
+            {options
+                .into_iter()
+                .map(|c| {
+                    let (k1, k2, v1, v2) = (key.clone(), key.clone(), c.value.clone(), c.value.clone());
+                    let ready = Memo::new(move |_| p.scenario.with(|s| !s.params.set_contains(&k1, &v1)));
+                    let flip = move |ev: leptos::ev::Event| {
+                        let want_ready = event_target_checked(&ev);
+                        let mut set: std::collections::BTreeSet<String> = p.params.with_untracked(|ps| match ps.get(&k2) {
+                            Some(Value::Set(s)) => s.clone(),
+                            _ => Default::default(),
+                        });
+                        if want_ready {
+                            set.remove(&v2);
+                        } else {
+                            set.insert(v2.clone());
+                        }
+                        p.set_param(&k2, Value::Set(set));
+                    };
+                    view! {
+                        <label class="kh-switch kh-switch-small">
+                            <input type="checkbox" role="switch" prop:checked=move || ready.get() on:change=flip/>
+                            <span class="kh-switch-track" aria-hidden="true"><span class="kh-switch-thumb"></span></span>
+                            <span class="kh-switch-label">{format!("{} Ready", c.label)}</span>
+                        </label>
+                    }
+                })
+                .collect_view()}
+        </div>
+    }
+}
+
+/// The scenario's demos: presets one click away.
+#[component]
+pub fn Demos() -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let p = ctx.player;
+    let demos = Memo::new(move |_| p.scenario.with(|s| s.demos.iter().map(|d| (d.id.clone(), d.label.clone())).collect::<Vec<_>>()));
+    let active = Memo::new(move |_| p.scenario.with(|s| s.demo().map(|d| d.id.clone())));
+    move || {
+        let list = demos.get();
+        (!list.is_empty()).then(|| {
+            view! {
+                <div class="kh-demos" role="group" aria-label="Demos">
+                    <span class="kh-param-label">"Demos"</span>
+                    {list
+                        .into_iter()
+                        .map(|(id, label)| {
+                            let i2 = id.clone();
+                            let pressed = move || (active.get().as_deref() == Some(i2.as_str())).to_string();
+                            view! {
+                                <button type="button" class="kh-btn kh-btn-small kh-demo" aria-pressed=pressed on:click=move |_| p.apply_demo(&id)>
+                                    {format!("Demo: {label}")}
+                                </button>
+                            }
+                        })
+                        .collect_view()}
+                </div>
+            }
+        })
+    }
+}
+
+/// Steps the scenario offers as actions, as buttons named after them.
+#[component]
+pub fn Actions() -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let p = ctx.player;
+    let actions = Memo::new(move |_| p.scenario.with(|s| s.actions.clone()));
+    move || {
+        let list = actions.get();
+        (!list.is_empty()).then(|| {
+            view! {
+                <div class="kh-actions" role="group" aria-label="Actions">
+                    {list
+                        .into_iter()
+                        .map(|a| {
+                            let step = a.step;
+                            let current = move || p.step.get() == step;
+                            view! {
+                                <button type="button" class="kh-btn kh-action" class:current=current aria-pressed=move || current().to_string() on:click=move |_| {
+                                    p.playing.set(false);
+                                    p.go_to(step);
+                                }>
+                                    {a.label}
+                                </button>
+                            }
+                        })
+                        .collect_view()}
+                </div>
+            }
+        })
     }
 }

@@ -1,11 +1,12 @@
 //! The panels beside the canvas: narration, the current hop, the manifest,
-//! kubectl's output, the legend and URL notices.
+//! kubectl's output, the legend, the comparison table and URL notices.
 
 use crate::app::Ctx;
 use crate::canvas::kind_info;
 use kubehops_core::dataplane::iptables::TableName;
 use kubehops_core::net::Packet;
-use kubehops_core::sim::{Field, HopKind, Place, RewriteKind};
+use kubehops_core::scenarios::Value;
+use kubehops_core::sim::{ActorId, Field, HopKind, Payload, RewriteKind};
 use leptos::prelude::*;
 
 #[component]
@@ -14,9 +15,11 @@ pub fn Narration() -> impl IntoView {
     let p = ctx.player;
     let heading = move || ctx.with_step(|st| format!("Step {} of {} · {}", ctx.frame.get().step + 1, p.steps(), st.title)).unwrap_or_default();
     let text = move || ctx.with_step(|st| st.narration.clone()).unwrap_or_default();
+    let demo = Memo::new(move |_| ctx.with_scenario(|s| s.demo().map(|d| (d.label.clone(), d.narration.clone()))));
     view! {
         <section class="kh-card kh-narration" aria-live="polite">
             <h2>{heading}</h2>
+            {move || demo.get().map(|(label, text)| view! { <p class="kh-demo-note"><strong>{format!("Demo · {label}: ")}</strong>{text}</p> })}
             <p>{text}</p>
         </section>
     }
@@ -31,13 +34,24 @@ pub fn table_tag(t: TableName) -> impl IntoView {
     }
 }
 
-/// What a what-if hop shows instead of happening: this walkthrough's
-/// alternative is a balancer with ipMode VIP.
-pub const WHAT_IF: &str = "what if: ipMode VIP";
+/// What a what-if hop stands for in this scenario (`what if: ipMode VIP`).
+pub fn what_if_label(ctx: Ctx) -> String {
+    ctx.with_scenario(|s| s.what_if.as_ref().map_or_else(|| "what if".to_string(), |w| format!("what if: {w}")))
+}
 
 /// An actor's short label (`Pod web-x2klp`, `Node-2`).
-pub fn short_label(ctx: Ctx, place: Place) -> String {
-    ctx.player.walkthrough.with(|w| w.actor(place).map(|a| a.short.clone()).unwrap_or_default())
+pub fn short_label(ctx: Ctx, id: ActorId) -> String {
+    ctx.with_scenario(|s| s.actor(id).map(|a| a.short.clone()).unwrap_or_default())
+}
+
+/// What a packet carries, as a line for the hop panel.
+fn payload_line(p: &Payload) -> String {
+    match p {
+        Payload::DnsQuery { .. } => format!("DNS query: {}", p.summary()),
+        Payload::DnsAnswer(_) => format!("DNS answer: {}", p.summary()),
+        Payload::HttpRequest { .. } => format!("HTTP request: {}", p.summary()),
+        Payload::HttpResponse { .. } => format!("HTTP response: {}", p.summary()),
+    }
 }
 
 fn rewrite_tag(k: RewriteKind) -> &'static str {
@@ -89,9 +103,11 @@ pub fn HopDetail() -> impl IntoView {
             };
             let (class, _, kind_name) = kind_info(h.kind);
             let (from, to) = (short_label(ctx, h.from), short_label(ctx, h.to));
+            let what_if = what_if_label(ctx);
             let packet = h.packet.clone().map(|pk| {
                 let tags = |field: Field| pk.rewrites.iter().filter(|r| r.field == field).map(|r| rewrite_tag(r.kind)).collect::<Vec<_>>();
-                let node = pk.decided_on.and_then(|n| p.walkthrough.with(|w| w.actor(kubehops_core::sim::Place::Node(n)).map(|a| a.label.clone())));
+                let node = pk.decided_on.map(|n| short_label(ctx, n));
+                let carries = pk.payload.as_ref().map(payload_line);
                 let rules_title = format!("{} rule{} matched on {}", pk.matched.len(), if pk.matched.len() == 1 { "" } else { "s" }, node.clone().unwrap_or_default());
                 let reach = (!pk.could_reach.is_empty()).then(|| {
                     format!("The rules could have sent it to: {}.", pk.could_reach.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", "))
@@ -105,7 +121,15 @@ pub fn HopDetail() -> impl IntoView {
                             {packet_row("destination", Field::Destination, &pk.before, &pk.after, tags(Field::Destination))}
                         </tbody>
                     </table>
-                    {pk.by_conntrack.then(|| view! { <p class="kh-note">"Rewritten by conntrack, not by the rules: the connection is already known."</p> })}
+                    {carries.map(|c| view! { <p class="kh-note kh-carries">{c}</p> })}
+                    {pk.by_conntrack.then(|| {
+                        let note = if pk.rewrites.is_empty() {
+                            "conntrack knows the connection: no rule is walked, and nothing needed rewriting."
+                        } else {
+                            "Rewritten by conntrack, not by the rules: the connection is already known."
+                        };
+                        view! { <p class="kh-note">{note}</p> }
+                    })}
                     {reach.map(|r| view! { <p class="kh-note">{r}</p> })}
                     {(!pk.matched.is_empty()).then(|| view! {
                         <details class="kh-rules">
@@ -119,7 +143,7 @@ pub fn HopDetail() -> impl IntoView {
                 <div class=format!("kh-hop kh-{class}")>
                     <p class="kh-hop-head">
                         <span class="kh-kind">{kind_name}</span>
-                        {h.what_if.then(|| view! { <span class="kh-kind kh-whatif-tag">{WHAT_IF}</span> })}
+                        {h.what_if.then(|| view! { <span class="kh-kind kh-whatif-tag">{what_if.clone()}</span> })}
                         <strong>{format!("Hop {} of {n}:", i + 1)}</strong>
                         {(h.from != h.to).then(|| view! {
                             <span class="kh-hop-route">
@@ -150,7 +174,7 @@ pub fn HopDetail() -> impl IntoView {
                     let (from, to) = (short_label(ctx, h.from), short_label(ctx, h.to));
                     let route = if h.from == h.to { format!("on {from}") } else { format!("{from} → {to}") };
                     let spoken_route = if h.from == h.to { format!("on {from}") } else { format!("from {from} to {to}") };
-                    let what_if = if h.what_if { format!(" ({WHAT_IF})") } else { String::new() };
+                    let what_if = if h.what_if { format!(" ({})", what_if_label(ctx)) } else { String::new() };
                     view! {
                         <li>
                             <button
@@ -189,13 +213,15 @@ pub fn HopDetail() -> impl IntoView {
 #[component]
 pub fn ManifestPanel() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
+    let file = move || ctx.with_step(|st| st.manifest.file.clone()).unwrap_or_default();
     let lines = move || {
         ctx.with_step(|st| {
             st.manifest
+                .lines
                 .iter()
                 .enumerate()
                 .map(|(i, l)| {
-                    let changed = st.changed.contains(&i);
+                    let changed = st.manifest.changed.contains(&i);
                     view! {
                         <span class="kh-line" class:changed=changed>
                             <span class="kh-gutter" aria-hidden="true">{if changed { "+" } else { " " }}</span>
@@ -210,7 +236,7 @@ pub fn ManifestPanel() -> impl IntoView {
     };
     view! {
         <section class="kh-card">
-            <h2>"Service manifest " <span class="kh-sub">"web.yaml, as applied"</span></h2>
+            <h2>"Service manifest " <span class="kh-sub">{move || format!("{}, as applied; + marks the lines that changed", file())}</span></h2>
             <pre class="kh-code">{lines}</pre>
         </section>
     }
@@ -219,14 +245,17 @@ pub fn ManifestPanel() -> impl IntoView {
 #[component]
 pub fn KubectlPanel() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
-    let out = move || {
+    let table = Memo::new(move |_| {
         let f = ctx.frame.get();
         ctx.with_step(|st| st.views.get(f.view).map(|v| v.kubectl.clone())).flatten().unwrap_or_default()
-    };
+    });
     view! {
         <section class="kh-card">
             <h2>"kubectl"</h2>
-            <pre class="kh-code kh-term" data-testid="kubectl"><span class="kh-prompt">"$ kubectl get svc web\n"</span>{out}</pre>
+            <pre class="kh-code kh-term" data-testid="kubectl">
+                <span class="kh-prompt">{move || format!("$ {}\n", table.with(|t| t.command.clone()))}</span>
+                {move || table.with(|t| t.render())}
+            </pre>
         </section>
     }
 }
@@ -274,6 +303,44 @@ pub fn Notices() -> impl IntoView {
                     <ul>{n.into_iter().map(|m| view! { <li>{m}</li> }).collect_view()}</ul>
                     <button type="button" class="kh-btn" on:click=move |_| notices.set(Vec::new())>"Dismiss"</button>
                 </div>
+            }
+        })
+    }
+}
+
+/// The scenario's side-by-side table, each row linked to its tab.
+#[component]
+pub fn Comparison() -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let p = ctx.player;
+    let table = Memo::new(move |_| ctx.with_scenario(|s| s.comparison.clone()));
+    move || {
+        table.get().map(|t| {
+            view! {
+                <section class="kh-card kh-compare" aria-labelledby="kh-compare-title">
+                    <h2 id="kh-compare-title">{t.caption.clone()}</h2>
+                    <div class="kh-table-wrap">
+                        <table class="kh-compare-table">
+                            <thead><tr>{t.header.iter().map(|h| view! { <th scope="col">{h.clone()}</th> }).collect_view()}</tr></thead>
+                            <tbody>
+                                {t.rows.into_iter().map(|(tab, cells)| {
+                                    let mut cells = cells.into_iter();
+                                    let first = cells.next().unwrap_or_default();
+                                    let head = match tab {
+                                        Some(v) => view! {
+                                            <th scope="row">
+                                                <button type="button" class="kh-linkbtn" title=format!("Show the {first} tab") on:click=move |_| p.set_param("tab", Value::Choice(v.clone()))>{first.clone()}</button>
+                                            </th>
+                                        }.into_any(),
+                                        None => view! { <th scope="row">{first}</th> }.into_any(),
+                                    };
+                                    view! { <tr>{head}{cells.map(|c| view! { <td>{c}</td> }).collect_view()}</tr> }
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    </div>
+                    <p class="kh-note">{t.note.clone()}</p>
+                </section>
             }
         })
     }

@@ -1,9 +1,10 @@
-//! View state: which step is shown, how far its hops have played, and
-//! whether the clock runs. This is all the UI keeps; everything drawn is
-//! derived from it and the walkthrough.
+//! View state: which scenario and parameters are shown, which step, how
+//! far its hops have played, and whether the clock runs. This is all the
+//! UI keeps; the scenario itself is derived from (id, parameters) by the
+//! core, and everything drawn is derived from it.
 
 use kubehops_core::link::{self, HopPos, Link};
-use kubehops_core::scenarios::{build, Options, Walkthrough};
+use kubehops_core::scenarios::{self, Params, Scenario, Value};
 use leptos::prelude::*;
 
 /// Milliseconds a hop takes at normal speed.
@@ -15,14 +16,24 @@ pub const HOLD_BEATS: f64 = 3.0;
 /// (Labels are spelled out: formatting floats would add to the wasm.)
 pub const SPEEDS: [(f64, &str); 4] = [(0.5, "0.5×"), (1.0, "1×"), (1.5, "1.5×"), (2.0, "2×")];
 
+/// The first scenario of the registry, shown when a link names none.
+fn default_id() -> String {
+    scenarios::REGISTRY.first().map_or_else(String::new, |e| e.id.to_string())
+}
+
+fn build(id: &str, params: &Params) -> Scenario {
+    scenarios::build(id, params)
+        .or_else(|| scenarios::build_default(&default_id()))
+        .unwrap_or_else(|| (scenarios::REGISTRY[0].build)(&Params::default()))
+}
+
 #[derive(Clone, Copy)]
 pub struct Player {
-    /// The walkthrough shown. It is replaced (not edited) when the random
-    /// pick option changes; readers track it like any signal.
-    pub walkthrough: RwSignal<Walkthrough>,
-    /// `Some(seed)`: kube-proxy's random picks come from a generator seeded
-    /// with it. `None`: the fixed picks that make the story repeat.
-    pub seed: RwSignal<Option<u64>>,
+    pub scenario_id: RwSignal<String>,
+    /// The parameters as the user set them; the scenario normalizes them.
+    pub params: RwSignal<Params>,
+    /// The scenario shown: built by the core from (id, parameters).
+    pub scenario: Memo<Scenario>,
     pub step: RwSignal<usize>,
     /// Beats since the step started; may run past the hop count while
     /// holding at the end.
@@ -40,10 +51,14 @@ pub struct Player {
 }
 
 impl Player {
-    pub fn new(walkthrough: Walkthrough, seed: Option<u64>, reduced_motion: bool) -> Player {
+    pub fn new(id: &str, params: Params, reduced_motion: bool) -> Player {
+        let scenario_id = RwSignal::new(id.to_string());
+        let params = RwSignal::new(params);
+        let scenario = Memo::new(move |_| params.with(|p| build(&scenario_id.get(), p)));
         Player {
-            walkthrough: RwSignal::new(walkthrough),
-            seed: RwSignal::new(seed),
+            scenario_id,
+            params,
+            scenario,
             step: RwSignal::new(0),
             progress: RwSignal::new(0.0),
             playing: RwSignal::new(false),
@@ -56,50 +71,17 @@ impl Player {
 
     /// Number of steps; tracked, for views.
     pub fn steps(&self) -> usize {
-        self.walkthrough.with(|w| w.steps.len())
-    }
-
-    /// Number of hops in `step`.
-    #[cfg(test)]
-    pub(crate) fn hops_in(&self, step: usize) -> usize {
-        self.walkthrough.with(|w| w.steps.get(step).map_or(0, |s| s.hops.len()))
+        self.scenario.with(|s| s.steps.len())
     }
 
     // The transitions read untracked: they run from event handlers and the
     // clock, and must not subscribe whatever reactive scope calls them.
     fn n_steps(&self) -> usize {
-        self.walkthrough.with_untracked(|w| w.steps.len())
+        self.scenario.with_untracked(|s| s.steps.len())
     }
 
     fn n_hops(&self, step: usize) -> usize {
-        self.walkthrough.with_untracked(|w| w.steps.get(step).map_or(0, |s| s.hops.len()))
-    }
-
-    /// Rebuilds the walkthrough with other random picks. Returns false
-    /// (and changes nothing) when the seed is already in use or the
-    /// walkthrough cannot be built.
-    fn rebuild(&self, seed: Option<u64>) -> bool {
-        if self.seed.get_untracked() == seed {
-            return false;
-        }
-        let id = self.walkthrough.with_untracked(|w| w.id.clone());
-        let Some(w) = build(&id, Options { random_seed: seed }) else { return false };
-        self.seed.set(seed);
-        self.walkthrough.set(w);
-        // A rebuilt walkthrough of the same id has the same steps; clamp anyway.
-        let last = self.n_steps().saturating_sub(1);
-        if self.step.get_untracked() > last {
-            self.step.set(last);
-        }
-        true
-    }
-
-    /// Switches random picks on (`Some(seed)`) or off (`None`). The
-    /// current step is kept and plays again from its start.
-    pub fn set_seed(&self, seed: Option<u64>) {
-        if self.rebuild(seed) {
-            self.go_to(self.step.get_untracked());
-        }
+        self.scenario.with_untracked(|s| s.steps.get(step).map_or(0, |st| st.hops.len()))
     }
 
     /// The progress to draw: under reduced motion hops jump to their end
@@ -155,11 +137,7 @@ impl Player {
         let (s, n) = (self.step.get_untracked(), self.n_hops(self.step.get_untracked()));
         if self.progress.get_untracked() >= n as f64 {
             // The step has finished: Play moves on, or starts over at the end.
-            if s + 1 < self.n_steps() {
-                self.step.set(s + 1);
-            } else {
-                self.step.set(0);
-            }
+            self.step.set(if s + 1 < self.n_steps() { s + 1 } else { 0 });
             self.progress.set(0.0);
         }
         self.continuous.set(true);
@@ -247,11 +225,60 @@ impl Player {
         true
     }
 
-    /// Applies a URL hash: `#/<walkthrough>/<step>[/<hop>][?seed=<n>]`.
+    /// Keeps the step in range after the scenario was rebuilt.
+    fn clamp_step(&self) {
+        let last = self.n_steps().saturating_sub(1);
+        if self.step.get_untracked() > last {
+            self.step.set(last);
+        }
+    }
+
+    /// Changes one parameter. The scenario is rebuilt from the new values;
+    /// the current step is kept and plays again from its start. Changing
+    /// the tab also remembers the tab it came from, and opens step 1, where
+    /// the new type is applied.
+    pub fn set_param(&self, key: &str, value: Value) {
+        if self.params.with_untracked(|p| p.get(key) == Some(&value)) {
+            return;
+        }
+        let tab_change = key == "tab";
+        self.params.update(|p| {
+            if tab_change {
+                if let Some(old) = p.choice("tab").map(str::to_string) {
+                    p.insert("from", Value::Choice(old));
+                }
+            }
+            p.insert(key, value);
+        });
+        self.clamp_step();
+        self.go_to(if tab_change { 0 } else { self.step.get_untracked() });
+    }
+
+    /// Applies a demo: its presets, and the step it opens.
+    pub fn apply_demo(&self, id: &str) {
+        let Some(demo) = self.scenario.with_untracked(|s| s.demos.iter().find(|d| d.id == id).cloned()) else { return };
+        self.params.update(|p| {
+            for (k, v) in &demo.sets {
+                if k == "tab" && p.choice("tab") != Some(v.as_str()) {
+                    if let Some(old) = p.choice("tab").map(str::to_string) {
+                        p.insert("from", Value::Choice(old));
+                    }
+                }
+                p.insert(k, Value::Choice(v.clone()));
+            }
+            p.insert("demo", Value::Choice(demo.id.clone()));
+        });
+        self.clamp_step();
+        self.playing.set(false);
+        self.go_to(demo.step);
+    }
+
+    /// Applies a URL hash: `#/<scenario>/<step>[/<hop>][?key=value&…]`.
     pub fn open_link(&self, hash: &str) {
-        let parsed = self.walkthrough.with_untracked(|w| link::parse(hash, &[(w.id.as_str(), w.steps.len())]));
+        let parsed = link::parse(hash);
         let l = parsed.link;
-        self.rebuild(l.seed);
+        self.scenario_id.set(l.scenario.clone());
+        self.params.set(l.params);
         let step = l.step.min(self.n_steps().saturating_sub(1));
         let n = self.n_hops(step);
         let mut problems = parsed.problems;
@@ -279,20 +306,21 @@ impl Player {
 
     /// The hash for what is shown; tracked. While playing it names the
     /// step (the link plays it); while paused also the hop position: `/N`
-    /// after N hops, `/end` at the step's end. The seed comes last.
+    /// after N hops, `/end` at the step's end. The parameters come last,
+    /// as the scenario normalized them.
     pub fn link_hash(&self) -> String {
-        let id = self.walkthrough.with(|w| w.id.clone());
+        let (id, params) = self.scenario.with(|s| (s.id.clone(), s.params.clone()));
         let step = self.step.get();
         let hop = if self.playing.get() {
             None
         } else {
-            let n = self.walkthrough.with(|w| w.steps.get(step).map_or(0, |s| s.hops.len()));
+            let n = self.scenario.with(|s| s.steps.get(step).map_or(0, |st| st.hops.len()));
             let p = self.progress.get();
             // A hop paused in flight is not finished: the link names the hops that are.
             let done = if p.is_finite() { (p.max(0.0).floor() as usize).min(n) } else { 0 };
             Some(if done == n && n > 0 { HopPos::End } else { HopPos::After(done) })
         };
-        link::format(&Link { walkthrough: id, step, hop, seed: self.seed.get() })
+        link::format(&Link { scenario: id, step, hop, params })
     }
 }
 
@@ -316,22 +344,19 @@ pub fn next_seed(entropy: u64, prev: Option<u64>) -> u64 {
     }
 }
 
-#[allow(dead_code)]
-fn _assert_send() {
-    fn s<T: Send + Sync>() {}
-    s::<Player>();
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kubehops_core::scenarios::{build, Options};
     use wasm_bindgen_test::*;
 
     wasm_bindgen_test_configure!(run_in_browser);
 
     fn player(reduced: bool) -> Player {
-        Player::new(build("nodeport-loadbalancer", Options::default()).expect("walkthrough"), None, reduced)
+        Player::new("nodeport-loadbalancer", Params::default(), reduced)
+    }
+
+    fn hops_in(p: &Player, step: usize) -> usize {
+        p.scenario.with_untracked(|s| s.steps[step].hops.len())
     }
 
     #[wasm_bindgen_test]
@@ -349,7 +374,7 @@ mod tests {
         }
         assert_eq!(seen, [0, 1, 2, 3, 4]);
         assert!(!p.playing.get_untracked());
-        assert_eq!(p.progress.get_untracked(), p.hops_in(4) as f64);
+        assert_eq!(p.progress.get_untracked(), hops_in(&p, 4) as f64);
         // Play at the very end starts over.
         p.toggle();
         assert_eq!((p.step.get_untracked(), p.progress.get_untracked()), (0, 0.0));
@@ -362,7 +387,7 @@ mod tests {
         assert!(p.playing.get_untracked());
         while p.tick(200.0) {}
         assert_eq!(p.step.get_untracked(), 1, "stays on the chosen step");
-        assert_eq!(p.progress.get_untracked(), p.hops_in(1) as f64);
+        assert_eq!(p.progress.get_untracked(), hops_in(&p, 1) as f64);
     }
 
     #[wasm_bindgen_test]
@@ -370,7 +395,7 @@ mod tests {
         let p = player(true);
         p.go_to(2);
         assert!(!p.playing.get_untracked());
-        assert_eq!(p.progress.get_untracked(), p.hops_in(2) as f64);
+        assert_eq!(p.progress.get_untracked(), hops_in(&p, 2) as f64);
         p.progress.set(2.6);
         assert_eq!(p.shown_progress(), 2.0, "no tweening between hops");
     }
@@ -379,7 +404,7 @@ mod tests {
     fn links_open_steps_and_bad_links_leave_a_notice() {
         let p = player(false);
         p.open_link("#/nodeport-loadbalancer/4/end");
-        assert_eq!((p.step.get_untracked(), p.progress.get_untracked()), (3, p.hops_in(3) as f64));
+        assert_eq!((p.step.get_untracked(), p.progress.get_untracked()), (3, hops_in(&p, 3) as f64));
         assert!(!p.playing.get_untracked());
         p.open_link("#/nodeport-loadbalancer/77");
         assert_eq!(p.step.get_untracked(), 0);
@@ -392,164 +417,33 @@ mod tests {
     }
 
     #[wasm_bindgen_test]
-    fn a_seed_rebuilds_the_walkthrough_and_replays_the_current_step() {
+    fn a_seed_rebuilds_the_scenario_and_replays_the_current_step() {
         let p = player(false);
-        let fixed = p.walkthrough.get_untracked();
         p.open_link("#/nodeport-loadbalancer/2/end");
-        assert_eq!((p.step.get_untracked(), p.progress.get_untracked()), (1, p.hops_in(1) as f64));
-        // Seed 42 makes Node-2's rules pick the other Pod in step 2.
-        p.set_seed(Some(42));
-        assert_eq!(p.seed.get_untracked(), Some(42));
+        let fixed = p.scenario.get_untracked();
+        p.set_param("seed", Value::Seed(Some(42)));
         assert_eq!(p.step.get_untracked(), 1, "the step is kept");
         assert_eq!(p.progress.get_untracked(), 0.0, "and plays again");
         assert!(p.playing.get_untracked());
-        assert_ne!(p.walkthrough.get_untracked(), fixed, "seed 42 picks differently");
+        assert_ne!(p.scenario.get_untracked(), fixed, "seed 42 picks differently");
         assert_eq!(p.link_hash(), "#/nodeport-loadbalancer/2?seed=42");
-        // The same seed again changes nothing.
-        p.progress.set(3.0);
-        p.set_seed(Some(42));
-        assert_eq!(p.progress.get_untracked(), 3.0);
-        // Off: the fixed picks are back, exactly.
-        p.set_seed(None);
-        assert_eq!(p.walkthrough.get_untracked(), fixed);
-        assert_eq!(p.link_hash(), "#/nodeport-loadbalancer/2");
+        p.set_param("seed", Value::Seed(None));
+        assert_eq!(p.scenario.get_untracked(), fixed, "the fixed picks are back");
     }
 
     #[wasm_bindgen_test]
-    fn links_carry_the_seed_and_bad_seeds_leave_a_notice() {
-        let p = player(false);
-        p.open_link("#/nodeport-loadbalancer/3/end?seed=42");
-        assert_eq!(p.seed.get_untracked(), Some(42));
-        assert_eq!((p.step.get_untracked(), p.progress.get_untracked()), (2, p.hops_in(2) as f64));
-        assert!(p.notices.get_untracked().is_empty(), "{:?}", p.notices.get_untracked());
-        for bad in ["#/nodeport-loadbalancer/3?seed=abc", "#/nodeport-loadbalancer/3?seed=", "#/nodeport-loadbalancer/3?seed=-1", "#/nodeport-loadbalancer/3?seed=99999999999999999999999", "#/nodeport-loadbalancer/3?seed=+4"] {
-            p.notices.set(Vec::new());
-            p.open_link(bad);
-            assert_eq!(p.seed.get_untracked(), None, "{bad}");
-            assert_eq!(p.step.get_untracked(), 2, "{bad}: the step still opens");
-            let n = p.notices.get_untracked();
-            assert!(n.len() == 1 && n[0].contains("seed"), "{bad}: {n:?}");
-        }
-        // Without a suffix the fixed picks are used.
-        p.open_link("#/nodeport-loadbalancer/4?seed=7");
-        p.open_link("#/nodeport-loadbalancer/4");
-        assert_eq!(p.seed.get_untracked(), None);
-        // Nonsense after `?` never panics and is reported.
-        p.notices.set(Vec::new());
-        p.open_link("#?&&=&seed=5&x=\u{0}?/9");
-        assert_eq!(p.seed.get_untracked(), Some(5));
-        assert_eq!(p.notices.get_untracked().len(), 1);
-    }
-
-    #[wasm_bindgen_test]
-    fn hop_keys_step_one_hop_and_cross_steps() {
-        let p = player(false);
-        p.toggle();
-        p.tick(200.0);
-        // A hop in flight: next shows it at its end, and pauses.
-        p.next_hop();
-        assert!(!p.playing.get_untracked());
-        assert_eq!((p.step.get_untracked(), p.progress.get_untracked()), (0, 1.0));
-        p.next_hop();
-        assert_eq!(p.progress.get_untracked(), 2.0);
-        p.previous_hop();
-        assert_eq!(p.progress.get_untracked(), 1.0);
-        // Before the first hop of step 1 there is only its start.
-        p.previous_hop();
-        assert_eq!((p.step.get_untracked(), p.progress.get_untracked()), (0, 0.0));
-        // From the end of a step, next is the first hop of the next one…
-        p.show_end();
-        p.next_hop();
-        assert_eq!((p.step.get_untracked(), p.progress.get_untracked()), (1, 1.0));
-        // …and back again is the end of the previous one.
-        p.previous_hop();
-        assert_eq!((p.step.get_untracked(), p.progress.get_untracked()), (0, p.hops_in(0) as f64));
-        // Mid-flight, previous goes to the end of the hop before it.
-        p.step.set(1);
-        p.progress.set(2.4);
-        p.previous_hop();
-        assert_eq!(p.progress.get_untracked(), 2.0);
-        // The very last position stays put.
-        let last = p.steps() - 1;
-        p.step.set(last);
-        p.show_end();
-        p.next_hop();
-        assert_eq!((p.step.get_untracked(), p.progress.get_untracked()), (last, p.hops_in(last) as f64));
-    }
-
-    #[wasm_bindgen_test]
-    fn the_link_names_the_hop_while_paused() {
-        let p = player(false);
-        p.open_link("#/nodeport-loadbalancer/4/3");
-        assert_eq!((p.step.get_untracked(), p.progress.get_untracked()), (3, 3.0));
-        assert_eq!(p.link_hash(), "#/nodeport-loadbalancer/4/3");
-        p.show_end();
-        assert_eq!(p.link_hash(), "#/nodeport-loadbalancer/4/end");
-        // Paused in flight: the hops that are finished.
-        p.progress.set(2.5);
-        assert_eq!(p.link_hash(), "#/nodeport-loadbalancer/4/2");
-        p.progress.set(0.0);
-        assert_eq!(p.link_hash(), "#/nodeport-loadbalancer/4/0");
-        // Playing: just the step, which a link plays.
-        p.toggle();
-        assert_eq!(p.link_hash(), "#/nodeport-loadbalancer/4");
-        // The seed comes last, and the link opens the same picture again.
-        p.open_link("#/nodeport-loadbalancer/2/3?seed=42");
-        assert_eq!(p.link_hash(), "#/nodeport-loadbalancer/2/3?seed=42");
-        let again = player(false);
-        again.open_link(&p.link_hash());
-        assert_eq!((again.step.get_untracked(), again.progress.get_untracked(), again.seed.get_untracked()), (1, 3.0, Some(42)));
-    }
-
-    #[wasm_bindgen_test]
-    fn a_hop_past_the_end_shows_the_end_and_says_so() {
-        let p = player(false);
-        p.open_link("#/nodeport-loadbalancer/2/99");
-        let n = p.hops_in(1);
-        assert_eq!((p.step.get_untracked(), p.progress.get_untracked()), (1, n as f64));
-        assert_eq!(p.notices.get_untracked(), [format!("Hop 99 does not exist; step 2 has {n} hops. Showing its end.")]);
-        // The last hop itself is fine.
-        p.notices.set(Vec::new());
-        p.open_link(&format!("#/nodeport-loadbalancer/2/{n}"));
-        assert!(p.notices.get_untracked().is_empty());
-    }
-
-    #[wasm_bindgen_test]
-    fn speed_scales_the_clock_only() {
-        let (slow, fast) = (player(false), player(false));
-        slow.set_speed(0.5);
-        fast.set_speed(2.0);
-        for p in [&slow, &fast] {
-            p.go_to(1);
-            p.tick(200.0);
-        }
-        let (a, b) = (slow.progress.get_untracked(), fast.progress.get_untracked());
-        assert!((b / a - 4.0).abs() < 1e-9, "{a} {b}");
-        // Nonsense is ignored.
-        fast.set_speed(f64::NAN);
-        fast.set_speed(0.0);
-        fast.set_speed(-1.0);
-        assert_eq!(fast.speed.get_untracked(), 2.0);
-        // A finished step holds for HOLD_BEATS before continuous play moves on.
-        let p = player(false);
-        p.toggle();
-        let n = p.hops_in(0) as f64;
-        p.progress.set(n);
-        let mut held = 0.0;
-        while p.step.get_untracked() == 0 && p.tick(100.0) {
-            held += 100.0;
-        }
-        assert!((held / BEAT_MS - HOLD_BEATS).abs() < 0.1, "held {held} ms");
-    }
-
-    #[wasm_bindgen_test]
-    fn new_seeds_differ_and_stay_short() {
-        let mut prev = None;
-        for e in 0..200u64 {
-            let s = next_seed(e, prev);
-            assert!((1..=99_999).contains(&s));
-            assert_ne!(Some(s), prev);
-            prev = Some(s);
-        }
+    fn a_tab_change_remembers_where_it_came_from_and_opens_step_one() {
+        let p = Player::new("service-types", Params::default(), false);
+        p.open_link("#/service-types/3/end?tab=nodeport");
+        p.set_param("tab", Value::Choice("headless".into()));
+        assert_eq!(p.step.get_untracked(), 0);
+        let params = p.scenario.with_untracked(|s| s.params.clone());
+        assert_eq!(params.choice("from"), Some("nodeport"));
+        assert_eq!(params.choice("tab"), Some("headless"));
+        // A demo sets its presets and opens its step.
+        p.apply_demo("from-outside");
+        let params = p.scenario.with_untracked(|s| s.params.clone());
+        assert_eq!((params.choice("tab"), params.choice("client"), params.choice("demo")), (Some("clusterip"), Some("laptop"), Some("from-outside")));
+        assert_eq!(p.step.get_untracked(), 2);
     }
 }

@@ -126,7 +126,7 @@ fn check_routes(s: &Scenario, l: &Layout) {
     for st in &s.steps {
         let mut legs: Vec<(Leg, Vec<Point>, String)> = Vec::new();
         for h in st.hops.iter().filter(|h| h.from != h.to) {
-            let route = l.route(h.from, h.to, h.leg);
+            let route = l.hop_route(h);
             assert!(route.len() >= 2, "{}: no route for {h:?}", s.id);
             let (from, to) = (l.target(h.from).expect("from box"), l.target(h.to).expect("to box"));
             assert!(side_of(&from, route[0]).is_some(), "{}: route {:?} starts off its box {from:?}", s.id, h.caption);

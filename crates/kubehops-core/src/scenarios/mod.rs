@@ -115,6 +115,16 @@ pub struct Scenario {
     pub comparison: Option<Comparison>,
     /// What a what-if hop stands for in this scenario ("ipMode VIP").
     pub what_if: Option<String>,
+    /// Steps offered as actions (buttons named "DNS Lookup", "Send Request").
+    pub actions: Vec<Action>,
+}
+
+/// A step offered as a button of its own.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Action {
+    pub label: String,
+    /// The step it opens (0-based).
+    pub step: usize,
 }
 
 impl Scenario {

@@ -131,6 +131,7 @@ pub fn build(p: &Params) -> Scenario {
         demos: vec![],
         comparison: None,
         what_if: Some("ipMode VIP".into()),
+        actions: vec![],
     };
     s.params = p.clone();
     s

@@ -49,24 +49,38 @@ pub struct ParamSpec {
     pub key: String,
     pub label: String,
     pub kind: ParamKind,
+    /// When the parameter matters: every listed choice parameter has one
+    /// of the listed values. Empty: always. A control is offered only then.
+    pub when: Vec<(String, Vec<String>)>,
 }
 
 impl ParamSpec {
     pub fn choice(key: &str, label: &str, style: ChoiceStyle, options: Vec<Choice>) -> ParamSpec {
         let default = options.first().map(|c| c.value.clone()).unwrap_or_default();
-        ParamSpec { key: key.into(), label: label.into(), kind: ParamKind::Choice { options, default, style } }
+        ParamSpec { key: key.into(), label: label.into(), kind: ParamKind::Choice { options, default, style }, when: vec![] }
     }
 
     pub fn toggle(key: &str, label: &str) -> ParamSpec {
-        ParamSpec { key: key.into(), label: label.into(), kind: ParamKind::Toggle { default: false } }
+        ParamSpec { key: key.into(), label: label.into(), kind: ParamKind::Toggle { default: false }, when: vec![] }
     }
 
     pub fn set(key: &str, label: &str, options: Vec<Choice>) -> ParamSpec {
-        ParamSpec { key: key.into(), label: label.into(), kind: ParamKind::Set { options } }
+        ParamSpec { key: key.into(), label: label.into(), kind: ParamKind::Set { options }, when: vec![] }
     }
 
     pub fn seed() -> ParamSpec {
-        ParamSpec { key: "seed".into(), label: "Random pick (seeded)".into(), kind: ParamKind::Seed }
+        ParamSpec { key: "seed".into(), label: "Random pick (seeded)".into(), kind: ParamKind::Seed, when: vec![] }
+    }
+
+    /// The same parameter, offered only while `key` has one of `values`.
+    pub fn when(mut self, key: &str, values: &[&str]) -> ParamSpec {
+        self.when.push((key.into(), values.iter().map(|v| v.to_string()).collect()));
+        self
+    }
+
+    /// Whether the parameter matters with these values of the others.
+    pub fn applies(&self, p: &Params) -> bool {
+        self.when.iter().all(|(k, vs)| p.choice(k).is_some_and(|v| vs.iter().any(|x| x == v)))
     }
 
     pub fn default_value(&self) -> Value {

@@ -9,7 +9,7 @@
 //! Then step 2 looks the name up and step 3 sends a request, from Pod web
 //! or from the laptop.
 
-use super::{dice_for, list, Choice, ChoiceStyle, Comparison, Demo, Entry, ParamSpec, Params, Recorder, Scenario, Value};
+use super::{dice_for, list, Action, Choice, ChoiceStyle, Comparison, Demo, Entry, ParamSpec, Params, Recorder, Scenario, Value};
 use crate::api::server::{ApiServer, ApiServerConfig};
 use crate::api::{Node, ObjectRef, Pod, Service, ServicePort, ServiceSpec, ServiceType, TrafficPolicy};
 use crate::controllers::cloud::{CloudController, CloudProvider};
@@ -18,7 +18,7 @@ use crate::dataplane::kubeproxy::KubeProxyConfig;
 use crate::dataplane::netfilter::Dice;
 use crate::dns::{QType, Rcode, Response};
 use crate::net::{ip, Cidr, Protocol, SockAddr};
-use crate::sim::{Actor, ActorId, ActorKind, Dial, DropReason, HopKind, Internet, Outcome, Payload, RewriteKind, Site, Unroutable, World, Zone};
+use crate::sim::{Actor, ActorId, ActorKind, Dial, DropReason, Internet, Outcome, Payload, RewriteKind, Site, Unroutable, World, Zone};
 use std::net::Ipv4Addr;
 
 pub const ENTRY: Entry = Entry {
@@ -109,9 +109,12 @@ fn params() -> Vec<ParamSpec> {
     vec![
         ParamSpec::choice("tab", "Service type", ChoiceStyle::Tabs, tabs),
         ParamSpec::choice("client", "Client", ChoiceStyle::Buttons, vec![Choice::new("pod-web", "Pod web"), Choice::new("laptop", "Laptop")]),
-        ParamSpec::toggle("local", "externalTrafficPolicy: Local"),
-        ParamSpec::choice("via", "The laptop dials", ChoiceStyle::Buttons, vec![Choice::new("node-1", "Node-1"), Choice::new("node-2", "Node-2")]),
-        ParamSpec::set("notready", "Not Ready", API_PODS.iter().map(|(_, short, _, _)| Choice::new(short, &format!("Pod {short}"))).collect()),
+        ParamSpec::toggle("local", "externalTrafficPolicy: Local").when("tab", &["nodeport", "loadbalancer"]),
+        ParamSpec::choice("via", "The laptop dials", ChoiceStyle::Buttons, vec![Choice::new("node-1", "Node-1"), Choice::new("node-2", "Node-2")])
+            .when("tab", &["nodeport"])
+            .when("client", &["laptop"]),
+        ParamSpec::set("notready", "Not Ready", API_PODS.iter().map(|(_, short, _, _)| Choice::new(short, &format!("Pod {short}"))).collect())
+            .when("tab", &["clusterip", "nodeport", "loadbalancer", "headless"]),
         ParamSpec::choice("demo", "Demo", ChoiceStyle::Demo, demos),
         ParamSpec::choice("from", "Coming from", ChoiceStyle::Hidden, from),
         ParamSpec::seed(),
@@ -307,6 +310,7 @@ pub fn build(p: &Params) -> Scenario {
         demos: demos(),
         comparison: Some(comparison()),
         what_if: None,
+        actions: vec![Action { label: "DNS Lookup".into(), step: 1 }, Action { label: "Send Request".into(), step: 2 }],
     }
 }
 
@@ -624,7 +628,7 @@ fn comparison() -> Comparison {
 mod tests {
     use super::*;
     use crate::dns::RData;
-    use crate::sim::Hop;
+    use crate::sim::{Hop, HopKind};
 
     fn hops(s: &Scenario, i: usize) -> &[Hop] {
         &s.steps[i].hops

@@ -15,7 +15,7 @@
 //! comes from, and a reply leg runs beside its request leg, never on it.
 //! The tests check these for every scenario and parameter value.
 
-use crate::sim::{Actor, ActorId, ActorKind, Leg, Zone};
+use crate::sim::{Actor, ActorId, ActorKind, Hop, Leg, Zone};
 use serde::{Deserialize, Serialize};
 
 /// The canvas width in user units (the SVG viewBox width).
@@ -39,6 +39,9 @@ const NODE_GAP: f64 = 16.0;
 const POD_H: f64 = 62.0;
 const POD_GAP: f64 = 8.0;
 const PANEL_MIN_H: f64 = 118.0;
+/// The gap between a node's kube-proxy panel and its Pods, where a packet
+/// crosses the Pod's veth.
+const POD_LANE: f64 = 44.0;
 const BOX_GAP_MIN: f64 = 26.0;
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -164,9 +167,9 @@ impl Layout {
                 for n in members.iter().filter(|a| a.kind == ActorKind::Node) {
                     let card = Rect { x: rect.x + BUS_W + 4.0, y, w: rect.w - BUS_W - 4.0 - ZONE_PAD, h: card_h(n.id) };
                     let area_h = card.h - NODE_HEADER - ZONE_PAD;
-                    let panel_w = ((card.w - 3.0 * ZONE_PAD) * 0.56).floor();
+                    let panel_w = ((card.w - 2.0 * ZONE_PAD - POD_LANE) * 0.55).floor();
                     let panel = Rect { x: card.x + ZONE_PAD, y: card.y + NODE_HEADER, w: panel_w, h: area_h };
-                    let pods = Rect { x: panel.right() + 2.0 * ZONE_PAD, y: panel.y, w: card.right() - ZONE_PAD - panel.right() - 2.0 * ZONE_PAD, h: area_h };
+                    let pods = Rect { x: panel.right() + POD_LANE, y: panel.y, w: card.right() - ZONE_PAD - panel.right() - POD_LANE, h: area_h };
                     boxes.push((n.id, card));
                     let list: Vec<&Actor> = pods_of(n.id).collect();
                     let k = list.len().max(1) as f64;
@@ -257,6 +260,18 @@ impl Layout {
         match leg {
             Leg::Out => path,
             Leg::Back => offset(&path, REPLY_OFFSET),
+        }
+    }
+
+    /// The route a hop is drawn on: its leg's route, and for a what-if
+    /// hop (an alternative not taken) the same moved aside once more, so it
+    /// never hides the hop that did happen.
+    pub fn hop_route(&self, h: &Hop) -> Vec<Point> {
+        let r = self.route(h.from, h.to, h.leg);
+        match (h.what_if, h.leg) {
+            (false, _) => r,
+            (true, Leg::Out) => offset(&r, -REPLY_OFFSET),
+            (true, Leg::Back) => offset(&r, REPLY_OFFSET),
         }
     }
 

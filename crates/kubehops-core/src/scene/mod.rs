@@ -36,6 +36,23 @@ pub fn point_along(path: &[Point], t: f64) -> Point {
     *path.last().unwrap_or(first)
 }
 
+/// How far a token stays from the ends of its route: it leaves from beside
+/// the box it starts at and comes to rest beside the box it reaches, so it
+/// never covers their text. Short routes keep a third of their length.
+const TOKEN_INSET: f64 = 30.0;
+
+/// The point a token is at, at fraction `t` of its hop: along the route,
+/// inset from both ends.
+pub fn token_point(path: &[Point], t: f64) -> Point {
+    let len: f64 = path.windows(2).map(|w| ((w[1].x - w[0].x).powi(2) + (w[1].y - w[0].y).powi(2)).sqrt()).sum();
+    if len <= 0.0 {
+        return point_along(path, t);
+    }
+    let inset = TOKEN_INSET.min(len / 3.0);
+    let t = if t.is_nan() { 0.0 } else { t.clamp(0.0, 1.0) };
+    point_along(path, (inset + t * (len - 2.0 * inset)) / len)
+}
+
 /// Slow start and end, so a packet visibly leaves and arrives.
 pub fn ease(t: f64) -> f64 {
     let t = t.clamp(0.0, 1.0);
@@ -81,7 +98,12 @@ pub fn frame(s: &Scenario, layout: &Layout, step: usize, progress: f64) -> Frame
     } else {
         (Some(done), progress.fract())
     };
-    let token = current.and_then(|i| st.hops.get(i)).map(|h| (point_along(&layout.route(h.from, h.to, h.leg), ease(t)), h.kind));
+    let token = current.and_then(|i| st.hops.get(i)).map(|h| {
+        let route = layout.hop_route(h);
+        // A hop on one actor (a drop) has a one-point route: the token sits on the actor.
+        let at = if route.len() < 2 { layout.target(h.from).map_or(pt(0.0, 0.0), |r| r.center()) } else { token_point(&route, ease(t)) };
+        (at, h.kind)
+    });
     Frame { step, progress, done, current, token, view: done.min(st.views.len().saturating_sub(1)) }
 }
 

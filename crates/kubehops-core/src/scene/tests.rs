@@ -21,8 +21,11 @@ fn token_moves_along_the_hop_and_views_follow_hops() {
     let mid = frame_of(&s, 1, 0.5).token.unwrap().0;
     let end = frame_of(&s, 1, 0.999).token.unwrap().0;
     assert_ne!(start, mid);
-    let last = *l.route(h.from, h.to, h.leg).last().unwrap();
-    assert!((end.x - last.x).abs() < 2.0 && (end.y - last.y).abs() < 2.0);
+    let route = l.hop_route(h);
+    let rest = token_point(&route, 1.0);
+    assert!((end.x - rest.x).abs() < 2.0 && (end.y - rest.y).abs() < 2.0, "the token comes to rest beside its target");
+    let target = l.target(h.to).unwrap();
+    assert!(!target.contains(rest), "and not on it");
     let fin = frame_of(&s, 1, st.hops.len() as f64);
     assert_eq!(fin.view, st.hops.len());
     assert_eq!(fin.current, Some(st.hops.len() - 1));

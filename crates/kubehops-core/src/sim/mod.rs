@@ -197,7 +197,14 @@ impl World {
             .filter(|a| a.kind == ActorKind::LoadBalancer)
             .map(|a| (a.id, self.balancer_view()))
             .collect();
-        View { clock: self.clock, kubectl: self.kubectl_get_svc(), nodes, balancers }
+        let not_ready = self
+            .api
+            .pods
+            .iter()
+            .filter(|p| !p.ready)
+            .filter_map(|p| self.actors.iter().find(|a| a.kind.is_pod() && a.object.as_ref().is_some_and(|o| o.namespace == p.namespace && o.name == p.name)).map(|a| a.id))
+            .collect();
+        View { clock: self.clock, kubectl: self.kubectl_get_svc(), nodes, balancers, not_ready }
     }
 
     /// `kubectl get svc` for the Services in focus, in focus order.

@@ -123,6 +123,8 @@ pub struct View {
     pub nodes: Vec<NodeView>,
     /// The state of each balancer actor.
     pub balancers: Vec<(ActorId, BalancerView)>,
+    /// The Pods whose Ready condition is false.
+    pub not_ready: Vec<ActorId>,
 }
 
 impl View {
