@@ -155,15 +155,15 @@ fn Component(actor: Actor) -> impl IntoView {
     // A name on two lines leaves room for the address only in a tall box.
     let fits = |t: &str| t.chars().count() as f64 * 7.4 <= r.w - 12.0;
     let sub = if (two && r.h < 76.0) || !fits(&actor.sublabel) { String::new() } else { actor.sublabel.clone() };
-    let sub_y = if two { r.y + 62.0 } else { r.y + 46.0 };
+    let sub_y = if two { r.y + 66.0 } else { r.y + 46.0 };
     let cx = r.x + r.w / 2.0;
     let kind = format!("{:?}", actor.kind).to_lowercase();
     view! {
         <g class=format!("kh-actor kh-kind-{kind}") class:active=move || is_active(ctx, id) data-actor=actor.short.clone()>
             <title>{actor.label.clone()}</title>
             <rect x=r.x y=r.y width=r.w height=r.h rx="10"></rect>
-            <text x=cx y=r.y + 26.0 class="kh-label" text-anchor="middle">{line1}</text>
-            {line2.map(|l| view! { <text x=cx y=r.y + 44.0 class="kh-label" text-anchor="middle">{l}</text> })}
+            <text x=cx y=r.y + 25.0 class="kh-label" text-anchor="middle">{line1}</text>
+            {line2.map(|l| view! { <text x=cx y=r.y + 46.0 class="kh-label" text-anchor="middle">{l}</text> })}
             {(!sub.is_empty()).then(|| view! { <text x=cx y=sub_y class="kh-mono" text-anchor="middle">{sub.clone()}</text> })}
             {(!role.is_empty() && r.h >= 80.0).then(|| view! { <text x=cx y=r.bottom() - 12.0 class="kh-muted" text-anchor="middle">{role}</text> })}
         </g>
@@ -191,7 +191,7 @@ fn Balancer(actor: Actor) -> impl IntoView {
             <text x=cx y=r.y + 26.0 class="kh-label" text-anchor="middle">{actor.short.clone()}</text>
             <text x=cx y=r.y + 50.0 class="kh-mono" text-anchor="middle">
                 {move || match state.get() {
-                    BalancerView::Absent => "none".to_string(),
+                    BalancerView::Absent => "none yet".to_string(),
                     BalancerView::Provisioning => "provisioning…".to_string(),
                     BalancerView::Active { ip } => ip.to_string(),
                 }}
@@ -251,6 +251,10 @@ fn NodeCard(node: Actor) -> impl IntoView {
     };
     let (c, panel, area) = (card.card, card.panel, card.pods);
     let empty = pods.is_empty();
+    let no_pods = move || {
+        let svc = service.get();
+        if svc.is_empty() { "no Pods".to_string() } else { format!("no {svc} Pod") }
+    };
     let lines_fit = ((panel.h - 30.0) / 21.0).floor().max(1.0) as usize;
     view! {
         <g class="kh-node" class:active=move || is_active(ctx, id) data-node=node.short.clone()>
@@ -286,7 +290,7 @@ fn NodeCard(node: Actor) -> impl IntoView {
             {empty.then(|| view! {
                 <g class="kh-pod empty">
                     <rect x=area.x y=area.y width=area.w height=area.h rx="8"></rect>
-                    <text x=area.x + area.w / 2.0 y=area.y + area.h / 2.0 + 5.0 class="kh-muted" text-anchor="middle">"no Pods"</text>
+                    <text x=area.x + area.w / 2.0 y=area.y + area.h / 2.0 + 5.0 class="kh-muted" text-anchor="middle">{no_pods}</text>
                 </g>
             })}
             {pods.into_iter().map(|p| view! { <PodBox pod=p/> }).collect_view()}
@@ -312,8 +316,8 @@ fn PodBox(pod: Actor) -> impl IntoView {
             <title>{format!("Pod {}", pod.label)}</title>
             <rect x=r.x y=r.y width=r.w height=r.h rx="8"></rect>
             <text x=cx y=r.y + 21.0 class="kh-label" text-anchor="middle">{label}</text>
-            <text x=cx y=r.y + 38.0 class="kh-mono" text-anchor="middle">{pod.sublabel.clone()}</text>
-            <text x=cx y=r.y + 54.0 class="kh-ready" text-anchor="middle">
+            <text x=cx y=r.y + 41.0 class="kh-mono" text-anchor="middle">{pod.sublabel.clone()}</text>
+            <text x=cx y=r.y + 60.0 class="kh-ready" text-anchor="middle">
                 {move || match (ready.get(), dns) {
                     (true, true) => "✓ Ready · kube-dns",
                     (true, false) => "✓ Ready",

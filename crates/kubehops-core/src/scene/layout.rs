@@ -36,7 +36,7 @@ const CONTROL_W: f64 = 184.0;
 const BUS_W: f64 = 26.0;
 const NODE_HEADER: f64 = 38.0;
 const NODE_GAP: f64 = 16.0;
-const POD_H: f64 = 62.0;
+const POD_H: f64 = 68.0;
 const POD_GAP: f64 = 8.0;
 const PANEL_MIN_H: f64 = 118.0;
 /// The gap between a node's kube-proxy panel and its Pods, where a packet
