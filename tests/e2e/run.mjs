@@ -663,6 +663,192 @@ async function reviewScreenshots() {
 }
 await reviewScreenshots();
 
+// ---------------------------------------------------------------- the Service types explorer
+
+const TABS = ['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName', 'Headless'];
+const svcRow = async (page, name) => (await kubectl(page)).split('\n').find((l) => l.startsWith(`${name} `)) ?? '';
+
+/// Opens a state and plays its step to the end at 2× speed.
+async function playToEnd(hash) {
+  const { page, errors } = await open(hash);
+  await page.getByRole('combobox', { name: 'Speed' }).selectOption({ label: '2×' });
+  await page.getByRole('button', { name: 'Play', exact: true }).click();
+  await page.waitForFunction(() => document.querySelector('.kh').dataset.playing === 'false', null, { timeout: 60000 });
+  return { page, errors };
+}
+
+await test('navigation: one link per scenario, reachable by keyboard, opening each scenario', async () => {
+  const { page, errors } = await open();
+  const nav = page.getByRole('navigation', { name: 'Scenarios' });
+  check(await nav.getByRole('link').count() === 2, 'expected two scenario links');
+  await nav.getByRole('link', { name: 'The five Service types' }).focus();
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => location.hash.startsWith('#/service-types/1'));
+  check((await page.textContent('h1')) === 'The five Service types', `title: ${await page.textContent('h1')}`);
+  check(await nav.getByRole('link', { name: 'The five Service types' }).getAttribute('aria-current') === 'page', 'current scenario not marked');
+  check(await page.locator('.kh-node-card').count() === 2, 'the explorer has two nodes');
+  await nav.getByRole('link', { name: 'NodePort and LoadBalancer' }).click();
+  await page.waitForFunction(() => location.hash.startsWith('#/nodeport-loadbalancer/1'));
+  check(await page.locator('.kh-node-card').count() === 3, 'the walkthrough has three nodes');
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
+});
+
+await test('explorer: five tabs, two clients, DNS Lookup and Send Request are real controls', async () => {
+  const { page } = await open('#/service-types/1');
+  const tabs = page.getByRole('tablist', { name: 'Service type' }).getByRole('tab');
+  check(await tabs.count() === 5, 'five tabs');
+  for (const t of TABS) check(await page.getByRole('tab', { name: t, exact: true }).count() === 1, `no tab ${t}`);
+  check(await page.getByRole('tab', { name: 'ClusterIP' }).getAttribute('aria-selected') === 'true', 'ClusterIP selected first');
+  for (const name of ['Pod web', 'Laptop', 'DNS Lookup', 'Send Request']) {
+    check(await page.getByRole('button', { name, exact: true }).count() === 1, `no button "${name}"`);
+  }
+  // Arrow keys move between tabs, as in any tab list.
+  await page.getByRole('tab', { name: 'ClusterIP' }).focus();
+  await page.keyboard.press('ArrowRight');
+  await page.waitForFunction(() => location.hash.includes('tab=nodeport'));
+  check(await page.getByRole('tab', { name: 'NodePort' }).getAttribute('aria-selected') === 'true', 'ArrowRight did not select NodePort');
+  await page.close();
+});
+
+await test("explorer: each tab's kubectl get svc line is right", async () => {
+  const want = {
+    ClusterIP: ['api', /ClusterIP\s+10\.96\.0\.50\s+<none>\s+80\/TCP/],
+    NodePort: ['api', /NodePort\s+10\.96\.0\.50\s+<none>\s+80:30080\/TCP/],
+    LoadBalancer: ['api', /LoadBalancer\s+10\.96\.0\.50\s+203\.0\.113\.10\s+80:30080\/TCP/],
+    ExternalName: ['db', /ExternalName\s+<none>\s+mydb\.example\.com\s+<none>/],
+    Headless: ['api', /ClusterIP\s+None\s+<none>\s+80\/TCP/],
+  };
+  const { page } = await open('#/service-types/1/end');
+  for (const t of TABS) {
+    await page.getByRole('tab', { name: t, exact: true }).click();
+    // End on a focused tab moves to the last tab, as in any tab list: press it elsewhere.
+    await page.evaluate(() => document.activeElement.blur());
+    await page.keyboard.press('End');
+    const row = await svcRow(page, want[t][0]);
+    check(want[t][1].test(row), `${t}: kubectl row is "${row}"`);
+  }
+  // LoadBalancer is <pending> until the cloud answers.
+  await page.goto(`${origin}/#/service-types/1/2?tab=loadbalancer`);
+  await page.waitForSelector('.kh-node-card');
+  check((await svcRow(page, 'api')).includes('<pending>'), `not pending early: ${await svcRow(page, 'api')}`);
+  await page.close();
+});
+
+await test('explorer: every tab × client × action plays to its end with no console error', async () => {
+  const cases = [];
+  for (const t of TABS) for (const client of ['pod-web', 'laptop']) for (const step of [2, 3]) cases.push([t.toLowerCase(), client, step]);
+  const problems = [];
+  for (let i = 0; i < cases.length; i += 4) {
+    await Promise.all(cases.slice(i, i + 4).map(async ([tab, client, step]) => {
+      const { page, errors } = await playToEnd(`#/service-types/${step}/0?tab=${tab}&client=${client}`);
+      const status = await page.textContent('.kh-status');
+      const [done, total] = status.split('·')[0].trim().split('/').map(Number);
+      if (!(total > 0 && done === total)) problems.push(`${tab}/${client}/${step}: ended at "${status}"`);
+      if (errors.length) problems.push(`${tab}/${client}/${step}: ${errors.join(' | ')}`);
+      await page.close();
+    }));
+  }
+  check(problems.length === 0, problems.join('\n'));
+});
+
+await test('explorer: From Outside ends in a dropped hop, and says why', async () => {
+  const { page, errors } = await open('#/service-types/1');
+  await page.getByRole('button', { name: 'Demo: From Outside' }).click();
+  await page.keyboard.press('End');
+  check(await currentStep(page) === 3, 'the demo opens Send Request');
+  const last = page.locator('.kh-hoplist li').last();
+  check((await last.textContent()).includes('DROP'), `last hop is not a drop: ${await last.textContent()}`);
+  check((await page.textContent('.kh-hop')).includes('exists only in kube-proxy'), 'the drop reason is not shown');
+  check(page.url().includes('demo=from-outside') && page.url().includes('client=laptop'), `link lacks the demo: ${page.url()}`);
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
+});
+
+await test('explorer: Headless answers three A records, and two after a Pod is made not Ready', async () => {
+  const answer = async (page) => {
+    await page.keyboard.press('End');
+    return (await page.textContent('.kh-hoplist')).match(/A 10\.244\.\d+\.\d+/g)?.length ?? 0;
+  };
+  const { page, errors } = await open('#/service-types/2/end?tab=headless');
+  // The final answer hop lists the records once per hop that carries them; count the distinct ones.
+  const distinct = async () => new Set((await page.textContent('.kh-hoplist')).match(/A 10\.244\.\d+\.\d+/g)).size;
+  await answer(page);
+  check(await distinct() === 3, `expected three A records, got ${await distinct()}`);
+  await page.getByRole('switch', { name: 'Pod api-r8t6w Ready' }).click();
+  await page.waitForFunction(() => location.hash.includes('notready=api-r8t6w'));
+  await answer(page);
+  check(await distinct() === 2, `expected two A records after a Pod is not Ready, got ${await distinct()}`);
+  check((await page.textContent('.kh-canvas svg')).includes('not Ready'), 'the Pod is not marked not Ready on the canvas');
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
+});
+
+await test('explorer: a Pod made not Ready loses its rules, marked as removed', async () => {
+  const { page } = await open('#/service-types/1/end?notready=api-m3n9q');
+  await page.getByRole('button', { name: 'Node-2', exact: true }).click();
+  // The last hop is kube-proxy on Node-2 rewriting its rules.
+  const removed = await page.locator('[data-testid=rules] .kh-save-line.removed').count();
+  check(removed > 0, 'no removed lines marked on Node-2');
+  const gone = await page.locator('[data-testid=rules] .kh-save-line.removed').allTextContents();
+  check(gone.some((l) => l.includes('-j DNAT --to-destination 10.244.2.8:8080')), `the Pod's DNAT line is not among the removed: ${gone.join(' | ')}`);
+  await page.close();
+});
+
+await test('explorer: links open each state, and a link that cannot be understood opens a page with a note', async () => {
+  const { page, errors } = await open('#/service-types/3/end?tab=nodeport&client=laptop&local=1&via=node-2');
+  check(await page.getByRole('tab', { name: 'NodePort' }).getAttribute('aria-selected') === 'true', 'tab from the link');
+  check(await page.getByRole('button', { name: 'Laptop', exact: true }).getAttribute('aria-pressed') === 'true', 'client from the link');
+  check(await page.getByRole('switch', { name: 'externalTrafficPolicy: Local' }).isChecked(), 'toggle from the link');
+  check((await page.textContent('.kh-narration')).includes('No SNAT'), 'Local policy narration missing');
+  await page.goto(`${origin}/#/service-types/9?tab=sideways&notready=api-zzz&colour=red`);
+  await page.waitForSelector('.kh-notice');
+  const notice = await page.textContent('.kh-notice');
+  for (const bit of ['sideways', 'api-zzz', 'colour', 'Step']) check(notice.includes(bit), `notice lacks "${bit}": ${notice}`);
+  check(await page.locator('.kh-node-card').count() === 2, 'the page did not open');
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
+});
+
+await test('explorer: the manifest marks what changed from the previous tab', async () => {
+  const { page } = await open('#/service-types/1/end?tab=nodeport');
+  await page.getByRole('tab', { name: 'Headless' }).click();
+  await page.evaluate(() => document.activeElement.blur());
+  await page.keyboard.press('End');
+  const changed = await page.locator('.kh-line.changed').allTextContents();
+  check(changed.some((l) => l.includes('clusterIP: None')), `changed lines: ${changed.join(' | ')}`);
+  check((await page.textContent('.kh-hoplist')).includes('rejected'), 'the refused update is not shown');
+  check(page.url().includes('from=nodeport'), `the link does not say where the tab came from: ${page.url()}`);
+  await page.close();
+});
+
+await test('explorer: no two canvas labels overlap on any tab, at 720 and 1920 px', async () => {
+  const problems = [];
+  for (const [w, h] of [[720, 1400], [1920, 1080]]) {
+    for (const t of TABS) {
+      for (const client of ['pod-web', 'laptop']) {
+        const { page } = await open(`#/service-types/3/end?tab=${t.toLowerCase()}&client=${client}`, { viewport: { width: w, height: h } });
+        const bad = await overlappingLabels(page);
+        if (bad.length) problems.push(`${t}/${client} at ${w}px: ${bad.join(', ')}`);
+        await page.screenshot({ path: join(out, `types-${t.toLowerCase()}-${client}-${w}.png`), fullPage: w === 720 });
+        await page.close();
+      }
+    }
+  }
+  check(problems.length === 0, problems.join('\n'));
+});
+
+// Every demo at 720 and 1920 px, for review; not counted as a test.
+for (const [w, h] of [[720, 1400], [1920, 1080]]) {
+  for (const demo of ['from-pod', 'from-outside', 'nodeport', 'loadbalancer', 'externalname', 'headless']) {
+    const { page } = await open('#/service-types/1', { viewport: { width: w, height: h } });
+    await page.locator('.kh-demo').filter({ hasText: new RegExp(`^Demo: ${{ 'from-pod': 'From a Pod', 'from-outside': 'From Outside', nodeport: 'NodePort', loadbalancer: 'LoadBalancer', externalname: 'ExternalName', headless: 'Headless' }[demo]}$`) }).click();
+    await page.keyboard.press('End');
+    await page.screenshot({ path: join(out, `demo-${demo}-${w}.png`), fullPage: w === 720 });
+    await page.close();
+  }
+}
+
 await test('no request leaves the page origin', async () => {
   check(outside.length === 0, `outside requests: ${outside.join(', ')}`);
 });
