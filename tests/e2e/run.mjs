@@ -843,6 +843,7 @@ for (const [w, h] of [[720, 1400], [1920, 1080]]) {
   for (const demo of ['from-pod', 'from-outside', 'nodeport', 'loadbalancer', 'externalname', 'headless']) {
     const { page } = await open('#/service-types/1', { viewport: { width: w, height: h } });
     await page.locator('.kh-demo').filter({ hasText: new RegExp(`^Demo: ${{ 'from-pod': 'From a Pod', 'from-outside': 'From Outside', nodeport: 'NodePort', loadbalancer: 'LoadBalancer', externalname: 'ExternalName', headless: 'Headless' }[demo]}$`) }).click();
+    await page.evaluate(() => { document.activeElement.blur(); window.scrollTo(0, 0); });
     await page.keyboard.press('End');
     await page.screenshot({ path: join(out, `demo-${demo}-${w}.png`), fullPage: w === 720 });
     await page.close();

@@ -100,8 +100,9 @@ pub fn frame(s: &Scenario, layout: &Layout, step: usize, progress: f64) -> Frame
     };
     let token = current.and_then(|i| st.hops.get(i)).map(|h| {
         let route = layout.hop_route(h);
-        // A hop on one actor (a drop) has a one-point route: the token sits on the actor.
-        let at = if route.len() < 2 { layout.target(h.from).map_or(pt(0.0, 0.0), |r| r.center()) } else { token_point(&route, ease(t)) };
+        // A hop on one actor (a drop) has a one-point route: the token sits
+        // just under the actor, where it hides none of its text.
+        let at = if route.len() < 2 { layout.target(h.from).map_or(pt(0.0, 0.0), |r| pt(r.center().x, r.bottom() + 14.0)) } else { token_point(&route, ease(t)) };
         (at, h.kind)
     });
     Frame { step, progress, done, current, token, view: done.min(st.views.len().saturating_sub(1)) }
