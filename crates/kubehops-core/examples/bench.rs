@@ -156,4 +156,26 @@ fn main() {
         );
     }
     endpoints_scale(&node, &cfg);
+    scenarios_scale();
+}
+
+/// Every scenario built with every combination of its parameters (fixed
+/// picks and one seed), as the invariant tests build them: the time per
+/// build is what a change of tab, toggle or readiness costs.
+fn scenarios_scale() {
+    use kubehops_core::scenarios::{combinations, REGISTRY};
+    for e in REGISTRY {
+        let all = combinations(&(e.params)(), &[None, Some(7)]);
+        let t = Instant::now();
+        let hops: usize = all.iter().map(|p| (e.build)(p).steps.iter().map(|s| s.hops.len()).sum::<usize>()).sum();
+        let took = t.elapsed().as_secs_f64();
+        println!(
+            "bench: scenario {:<22} {:>5} parameter combinations, {:>6} hops: {:>7.1} ms in all, {:.2} ms per build",
+            e.id,
+            all.len(),
+            hops,
+            took * 1e3,
+            took * 1e3 / all.len() as f64
+        );
+    }
 }
