@@ -285,7 +285,7 @@ the clock) and rounded as kubectl rounds it."
 pub struct GetArgs {
     /// svc (or service, services)
     #[arg(value_name = "TYPE", hide_possible_values = true, value_parser = Checked::new(resource, &["svc", "service", "services"]))]
-    pub resource: Option<()>,
+    pub resource: Option<Resource>,
 
     /// kubehops lists whole namespaces; a name after TYPE is refused.
     #[arg(hide = true)]
@@ -369,6 +369,13 @@ current shell, or install it where the shell looks for completions:
   {p} completion fish > ~/.config/fish/completions/{b}.fish
   {p} completion powershell | Out-String | Invoke-Expression{plugin_note}"
     )
+}
+
+/// The resource types `get` lists: Services only, as kubehops models no
+/// other kind's table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resource {
+    Services,
 }
 
 /// The renderings of `iptables-save --format`.
@@ -481,9 +488,9 @@ fn get_output(s: &str) -> Result<bool, String> {
     }
 }
 
-fn resource(s: &str) -> Result<(), String> {
+fn resource(s: &str) -> Result<Resource, String> {
     match s {
-        "svc" | "service" | "services" => Ok(()),
+        "svc" | "service" | "services" => Ok(Resource::Services),
         other => Err(format!("unsupported resource type \"{other}\": kubehops get lists services (svc)")),
     }
 }
@@ -740,7 +747,7 @@ mod tests {
     #[test]
     fn values_switches_and_positionals() {
         let g = get(&["get", "svc", "-f", "a.yaml", "-fb.yaml", "-f=c.yaml", "--filename=d.yaml", "--filename", "e.yaml", "-owide", "-A", "-n=prod", "-f", "-"]);
-        assert_eq!(g.resource, Some(()));
+        assert_eq!(g.resource, Some(Resource::Services));
         assert_eq!(g.input.filename, ["a.yaml", "b.yaml", "c.yaml", "d.yaml", "e.yaml", "-"]);
         assert_eq!(g.wide, Some(true));
         assert_eq!(g.namespace.as_deref(), Some("prod"));
