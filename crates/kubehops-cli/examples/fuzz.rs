@@ -4,18 +4,23 @@
 //! Each case is drawn from a seed: the test fixtures, cut, spliced and
 //! sprinkled with YAML and JSON syntax (brackets, anchors, tags, quotes,
 //! long runs of nesting, odd numbers, odd bytes), and a command line built
-//! from the real commands and flags with mutated values. Even cases go to
-//! the reader alone, odd ones through `kubehops_cli::run` with the text on
-//! stdin. A case fails when it panics, when it takes longer than the
+//! from the real commands and flags (in the spellings clap accepts:
+//! `--flag=value`, `-fFILE`, flags before operands) with mutated values.
+//! Even cases go to the reader alone, odd ones through
+//! `kubehops_cli::run_as` with the text on stdin, a quarter of them as the
+//! kubectl plugin; `run_as` reads the line with the clap definitions the
+//! binaries use. A case fails when it panics, when it takes longer than the
 //! timeout, when it exits with a code other than 0, 1, 2 (or 141, a closed
-//! pipe, which cannot happen here), or when it fails without saying why on
-//! stderr.
+//! pipe, which cannot happen here), when it fails without saying why on
+//! stderr (exit 2 without the usage), or when the plugin names itself
+//! `kubehops`.
 //!
 //! `cargo run --release -p kubehops-cli --example fuzz -- [--cases N] [--seed S] [--timeout SECONDS]`
 //!
 //! `cargo test` runs a short campaign (tests/fuzz.rs); the README gives
 //! the long one.
 
+use kubehops_cli::args::Program;
 use kubehops_cli::input::{documents, documents_keeping, Source};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -112,6 +117,12 @@ pub fn mutate(rng: &mut Rng, text: &str) -> String {
     s.into_iter().collect()
 }
 
+/// A directory of real objects, for `--previous`.
+const CLUSTER_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cluster");
+
+/// Flags with the values to pick from: `["--node", "node-1", …]`.
+type Flags<'a> = Vec<&'a [&'a str]>;
+
 /// A command line: mostly a real command with its own flags and usual
 /// values, sometimes a stray flag, a missing one or a mutated value.
 pub fn command_line(rng: &mut Rng) -> Vec<String> {
@@ -121,39 +132,88 @@ pub fn command_line(rng: &mut Rng) -> Vec<String> {
     let dport = ["--dport", "80", "30080", "443", "8080", "0"];
     let proto = ["--proto", "tcp", "udp", "sctp", "icmp"];
     let ns = ["-n", "default", "shop", "kube-system", ""];
-    let now = ["--now", "2024-05-01T12:05:30Z", "2024-13-01T00:00:00Z"];
-    let format = ["--format", "kernel", "kube-proxy", "nft"];
+    let namespace = ["--namespace", "default", "shop"];
+    let now = ["--now", "2024-05-01T12:05:30Z", "2024-05-01T14:05:30+02:00", "2024-13-01T00:00:00Z"];
+    let format = ["--format", "kernel", "kube-proxy", "restore", "nft"];
+    let features = ["--iptables-features", "modern", "upstream-test-fake", "none", "random-fully,nfacct", "tcp-be-liberal", "", "bogus"];
+    let previous = ["--previous", CLUSTER_DIR, "-", "/nonexistent"];
     let output = ["-o", "json", "wide", "yaml"];
     let range = ["--service-node-port-range", "30000-32767", "1-65535", "32767-30000"];
-    let (mut a, required, optional): (Vec<String>, Vec<&[&str]>, Vec<&[&str]>) = match rng.below(5) {
-        0 => (vec!["iptables-save".into()], vec![&node], vec![&format, &range]),
-        1 => (vec!["trace".into()], vec![&node, &src, &dst, &dport], vec![&proto, &output, &["--from-node"], &range]),
-        2 => (vec!["get".into(), "svc".into()], vec![], vec![&ns, &["-A"], &["-o", "wide"], &now]),
-        3 => {
+    let strict: &[&str] = &["--strict"];
+    // A partial or full sync for iptables-save: `--format restore
+    // --previous FILE [--full-sync]`, kept together at the end.
+    let mut sync = None;
+    // The command's words, its flags, and whether it reads objects (-f).
+    // The commands that read objects come twice as often as the others.
+    let (mut a, required, optional, reads): (Vec<String>, Flags, Flags, bool) = match rng.below(11) {
+        0 | 1 => {
+            if rng.below(4) == 0 {
+                sync = Some((*rng.pick(&[CLUSTER_DIR, CLUSTER_DIR, "/nonexistent"]), rng.below(2) == 0));
+            }
+            (vec!["iptables-save".into()], vec![&node], vec![&format, &features, &range, strict], true)
+        }
+        2 | 3 => (vec!["trace".into()], vec![&node, &src, &dst, &dport], vec![&proto, &output, &["--from-node"], &features, &range, strict], true),
+        4 | 5 => {
+            let resource = *rng.pick(&["svc", "svc", "service", "services", "pods"]);
+            (vec!["get".into(), resource.into()], vec![], vec![&ns, &namespace, &["-A"], &["--all-namespaces"], &["-o", "wide"], &now, strict], true)
+        }
+        6 | 7 => {
             let name = *rng.pick(&["web", "_http._tcp.web", "web.default.svc.cluster.local.", "10-244-1-5.web", "docs", "shop.shop", "x..y"]);
             let mut a = vec!["dig".to_string(), name.to_string()];
             if rng.below(2) == 0 {
                 a.push(rng.pick(&["A", "SRV", "CNAME", "MX"]).to_string());
             }
-            (a, vec![], vec![&ns])
+            (a, vec![], vec![&ns, strict], true)
         }
-        _ => (vec![rng.pick(&["help", "--help", "nope", "get", ""]).to_string()], vec![], vec![&output]),
+        8 => {
+            let mut a = vec!["completion".to_string()];
+            if rng.below(8) != 0 {
+                a.push(rng.pick(&["bash", "zsh", "fish", "powershell", "tcsh"]).to_string());
+            }
+            (a, vec![], vec![], false)
+        }
+        9 => {
+            let words = *rng.pick(&[&["--version"][..], &["-V"], &["help"], &["help", "trace"], &["help", "nope"], &["--help"], &["-h"], &["dig", "-h"]]);
+            (words.iter().map(|w| w.to_string()).collect(), vec![], vec![], false)
+        }
+        _ => (vec![rng.pick(&["nope", "get", "", "iptables", "-x"]).to_string()], vec![], vec![&output], true),
     };
     let mut flags: Vec<&[&str]> = required.into_iter().filter(|_| rng.below(12) != 0).collect();
     flags.extend(optional.into_iter().filter(|_| rng.below(3) == 0));
     if rng.below(12) == 0 {
-        flags.push(*rng.pick(&[&node[..], &src, &output, &["--bogus"], &["--"]]));
+        flags.push(*rng.pick(&[&node[..], &src, &output, &previous, &["--full-sync"], &["--bogus"], &["--"], &["--nod"], &["-Ax"], &["-A=yes"], &["--strict=true"], &["-f"]]));
     }
+    // Mostly stdin for commands that read objects; now and then none, or
+    // one for a command that takes no -f.
+    if reads == (rng.below(12) != 0) {
+        flags.push(&["-f", "-"]);
+    }
+    let operands = a.len();
     for f in flags {
-        a.push(f[0].to_string());
-        if f.len() > 1 {
+        let value = (f.len() > 1).then(|| {
             let v = rng.pick(&f[1..]).to_string();
-            a.push(if rng.below(10) == 0 { mutate(rng, &v) } else { v });
-        }
+            if rng.below(10) == 0 {
+                mutate(rng, &v)
+            } else {
+                v
+            }
+        });
+        let words = match value {
+            // The spellings of one flag with its value: `--flag value`,
+            // `--flag=value`, `-fvalue`.
+            Some(v) if rng.below(6) == 0 => vec![if f[0].starts_with("--") { format!("{}={v}", f[0]) } else { format!("{}{v}", f[0]) }],
+            Some(v) => vec![f[0].to_string(), v],
+            None => vec![f[0].to_string()],
+        };
+        // Flags go after the command's name, before or among its operands.
+        let at = if rng.below(6) == 0 { 1 + rng.below(operands) } else { a.len() };
+        a.splice(at..at, words);
     }
-    if rng.below(12) != 0 {
-        a.push("-f".into());
-        a.push("-".into());
+    if let Some((previous, full)) = sync {
+        a.extend(["--format", "restore", "--previous", previous].map(String::from));
+        if full {
+            a.push("--full-sync".into());
+        }
     }
     a
 }
@@ -167,10 +227,12 @@ pub enum Failure {
     Unreported(String),
 }
 
-/// One case: the input text and, for command-line cases, the arguments.
+/// One case: the input text and, for command-line cases, the arguments
+/// and the program that reads them.
 pub struct Case {
     pub text: String,
     pub args: Option<Vec<String>>,
+    pub program: Program,
 }
 
 pub fn case(seed: u64, index: u64) -> Case {
@@ -178,7 +240,8 @@ pub fn case(seed: u64, index: u64) -> Case {
     let base = rng.pick(&CORPUS);
     let text = if rng.below(20) == 0 { base.to_string() } else { mutate(&mut rng, base) };
     let args = (index % 2 == 1).then(|| command_line(&mut rng));
-    Case { text, args }
+    let program = if args.is_some() && rng.below(4) == 0 { Program::KubectlPlugin } else { Program::Kubehops };
+    Case { text, args, program }
 }
 
 /// Runs a case and checks what the program promises about it. Returns the
@@ -202,11 +265,15 @@ pub fn check(c: &Case) -> Result<i32, Failure> {
         }
         Some(args) => {
             let (mut out, mut err) = (Vec::new(), Vec::new());
-            let code = kubehops_cli::run(args, &mut c.text.as_bytes(), &mut out, &mut err);
-            let err = String::from_utf8_lossy(&err);
+            let code = kubehops_cli::run_as(c.program, args, &mut c.text.as_bytes(), &mut out, &mut err);
+            let (out, err) = (String::from_utf8_lossy(&out), String::from_utf8_lossy(&err));
+            if c.program == Program::KubectlPlugin && [&out, &err].iter().any(|s| s.contains("Usage: kubehops") || s.contains("'kubehops ")) {
+                return Err(format!("the plugin says kubehops: exit {code}, stdout {out:?}, stderr {err:?}"));
+            }
             match code {
                 0 => Ok(0),
-                1 | 2 if err.contains("error: ") || err.contains(" is invalid: ") => Ok(code),
+                1 if err.contains("error: ") || err.contains(" is invalid: ") => Ok(code),
+                2 if err.contains("error: ") && err.contains("\n\nUsage:") => Ok(code),
                 _ => Err(format!("exit {code} with stderr {err:?}")),
             }
         }

@@ -1,146 +1,40 @@
-//! The four commands. Each checks its command line first, then reads the
-//! inputs, then asks the model and formats the answer.
+//! The commands. The command line arrives read and typed (`args`); each
+//! command checks what clap cannot (flags that need each other), then reads
+//! the inputs, then asks the model and formats the answer.
 
-use crate::args::{self, Flag, Parsed};
+use crate::args::{self, Command, CompletionArgs, DigArgs, Format, GetArgs, InputArgs, IptablesSaveArgs, NotRun, Program, TraceArgs};
 use crate::objects::Cluster;
-use crate::{input, objects, Error, Output, SHORT_USAGE, USAGE};
-use kubehops_core::api::Node;
-use kubehops_core::api::server::PortRange;
-use kubehops_core::dns::{ClusterDns, DnsConfig, QType, NDOTS};
+use crate::{input, objects, Error, Output};
 use kubehops_core::api::kubectl::{get_svc, Namespaces};
+use kubehops_core::api::server::PortRange;
+use kubehops_core::api::Node;
 use kubehops_core::dataplane::kubeproxy::{changed_services, restore_payload, sync_node, KubeProxyConfig, NodeFeatures, NodeRules, SyncMode};
-use kubehops_core::net::{Packet, Protocol, SockAddr};
 use kubehops_core::dataplane::trace::{trace, TraceVerdict};
+use kubehops_core::dns::{ClusterDns, DnsConfig, QType, NDOTS};
+use kubehops_core::net::{Packet, Protocol, SockAddr};
 use serde::Serialize;
 use std::io::Read;
-use std::net::Ipv4Addr;
-
-const IPTABLES_USAGE: &str = "\
-Usage: kubehops iptables-save [--node NAME] [--format kube-proxy|restore|kernel] [--iptables-features FEATURES] [--previous FILE... [--full-sync]] [--strict] -f FILE...
-
-Prints the filter and nat tables of NAME's kube-proxy in iptables-save
-format. Without --node, the node is the hostnameOverride of the
-KubeProxyConfiguration given.
-
-  --format kube-proxy  (the default) the node's kube-proxy tables, each rule
-                       as kube-proxy writes it: the jumps it inserts into the
-                       built-in chains, then its own chains in the order it
-                       declares them
-  --format restore     what kube-proxy hands to `iptables-restore --noflush`
-                       in one sync: its own chains only, -X for chains it
-                       deletes
-  --format kernel      what `iptables-save` on the node prints back, to diff
-                       against a real node: addresses first with /32, strings
-                       quoted as iptables quotes them, probabilities as the
-                       kernel stores them, user chains sorted, and the
-                       KUBE-PROXY-CANARY chains kube-proxy creates in the
-                       mangle, filter and nat tables
-  --iptables-features FEATURES
-                       what the node can do: a profile, or a comma-separated
-                       list of features (\"\" for none). Profiles:
-                         modern              random-fully,nfacct (default)
-                         upstream-test-fake  nfacct: the node kube-proxy's
-                                             own unit tests fake
-                         none                no optional feature
-                       Features:
-                         random-fully    MASQUERADE --random-fully
-                         nfacct          kube-proxy could create its nfacct
-                                         counters: the INVALID drop and the
-                                         localhost node ports count packets
-                         tcp-be-liberal  nf_conntrack_tcp_be_liberal is 1:
-                                         no DROP of INVALID packets (also
-                                         what conntrack.tcpBeLiberal sets)
-  --previous FILE      with --format restore: the objects of the last sync
-                       kube-proxy applied on the node (repeatable, like -f).
-                       The payload is then a partial sync: only the chains of
-                       Services that changed since, and -X for chains no
-                       longer used
-  --full-sync          with --previous: a full resync instead (every chain,
-                       and -X for chains no longer used)
-";
-
-const TRACE_USAGE: &str = "\
-Usage: kubehops trace [--node NAME] --src IP --dst IP --dport PORT [--proto tcp|udp|sctp] [--from-node] [--iptables-features FEATURES] [-o json] [--strict] -f FILE...
-
-Follows one packet (source port 40000) through NAME's rules: arriving at
-the node, or sent by the node itself with --from-node. Prints the rules
-that matched, the verdict, every endpoint it could reach and whether it
-is masqueraded; -o json prints {\"verdict\", \"targets\", \"masquerade\"}.
---iptables-features is as for iptables-save (default modern).
-";
-
-const GET_USAGE: &str = "\
-Usage: kubehops get svc [-n NAMESPACE | -A] [-o wide] [--now RFC3339] [--strict] -f FILE...
-
-Prints kubectl's table of the Services in NAMESPACE (default \"default\")
-or in all namespaces. AGE is measured to --now (default: the clock).
-";
-
-const DIG_USAGE: &str = "\
-Usage: kubehops dig NAME [A|SRV|CNAME] [-n NAMESPACE] [--strict] -f FILE...
-
-Prints CoreDNS's answer for NAME in the cluster domain cluster.local, as a
-Pod in NAMESPACE (default \"default\") resolves it: short names go through
-the Pod's search path.
-";
-
-/// What every command says about -f and --strict.
-const INPUT_HELP: &str = "
-Objects are read as stored: a cluster IP or node port two Services both
-hold, or a healthCheckNodePort the API server would not allow, is a warning
-on stderr. --strict refuses them instead, as the API server refuses them on
-create.
-";
 
 /// The source port of traced packets.
 const TRACE_SOURCE_PORT: u16 = 40000;
 
-/// Runs one command line. On failure the warnings printed so far come with
-/// the error.
-pub fn dispatch(argv: &[String], stdin: &mut dyn Read) -> Result<Output, (String, Error)> {
-    let usage_err = |message: String, usage: &'static str| (String::new(), Error::Usage { message, usage });
-    let Some((cmd, rest)) = argv.split_first() else {
-        return Err(usage_err("no command given".into(), SHORT_USAGE));
+/// Runs one command line as `program`. On failure the warnings printed so
+/// far come with the error.
+pub fn dispatch(program: Program, argv: &[String], stdin: &mut dyn Read) -> Result<Output, (String, Error)> {
+    let command = match args::parse(program, argv) {
+        Ok(c) => c,
+        Err(NotRun::Print(text)) => return Ok(Output { stdout: text, stderr: String::new() }),
+        Err(NotRun::Usage { message, usage }) => return Err((String::new(), Error::Usage { message, usage })),
     };
-    let (flags, usage): (&[Flag], &'static str) = match cmd.as_str() {
-        "iptables-save" => (
-            &[args::FILENAME, args::NODE_PORT_RANGE, args::STRICT, args::HELP, args::NODE, args::FORMAT, args::IPTABLES_FEATURES, args::PREVIOUS, args::FULL_SYNC],
-            IPTABLES_USAGE,
-        ),
-        "trace" => (
-            &[
-                args::FILENAME,
-                args::NODE_PORT_RANGE,
-                args::STRICT,
-                args::HELP,
-                args::NODE,
-                args::SRC,
-                args::DST,
-                args::DPORT,
-                args::PROTO,
-                args::FROM_NODE,
-                args::OUTPUT,
-                args::IPTABLES_FEATURES,
-            ],
-            TRACE_USAGE,
-        ),
-        "get" => (&[args::FILENAME, args::NODE_PORT_RANGE, args::STRICT, args::HELP, args::NAMESPACE, args::ALL_NAMESPACES, args::OUTPUT, args::NOW], GET_USAGE),
-        "dig" => (&[args::FILENAME, args::NODE_PORT_RANGE, args::STRICT, args::HELP, args::NAMESPACE], DIG_USAGE),
-        "help" | "-h" | "--help" => return Ok(Output { stdout: USAGE.into(), stderr: String::new() }),
-        other => return Err(usage_err(format!("unknown command \"{other}\""), SHORT_USAGE)),
-    };
-    let p = args::parse(rest, flags).map_err(|m| usage_err(m, usage))?;
-    if p.switch("help") {
-        return Ok(Output { stdout: format!("{usage}{INPUT_HELP}"), stderr: String::new() });
+    let name = argv.first().map(String::as_str);
+    let usage_of = |message: String| Error::Usage { message, usage: args::usage(program, name) };
+    match command {
+        Command::IptablesSave(a) => iptables_save(&a, stdin, &usage_of),
+        Command::Trace(a) => trace_cmd(&a, stdin, &usage_of),
+        Command::Get(a) => get(&a, stdin, &usage_of),
+        Command::Dig(a) => dig(&a, stdin, &usage_of),
+        Command::Completion(a) => completion(program, &a, &usage_of),
     }
-    let usage_of = |message: String| Error::Usage { message, usage };
-    let result = match cmd.as_str() {
-        "iptables-save" => iptables_save(&p, stdin, &usage_of),
-        "trace" => trace_cmd(&p, stdin, &usage_of),
-        "get" => get(&p, stdin, &usage_of),
-        _ => dig(&p, stdin, &usage_of),
-    };
-    result
 }
 
 type Outcome = Result<Output, (String, Error)>;
@@ -154,60 +48,29 @@ fn warnings(c: &Cluster) -> String {
 }
 
 /// Reads `-f` inputs into a checked cluster.
-fn load(p: &Parsed, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) -> Result<Cluster, (String, Error)> {
-    let files = p.all("filename");
-    if files.is_empty() {
+fn load(input: &InputArgs, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) -> Result<Cluster, (String, Error)> {
+    if input.filename.is_empty() {
         return Err((String::new(), usage_of("no input: give -f FILE (a file, a directory, or - for stdin)".into())));
     }
-    load_files(p, files, stdin, usage_of)
+    load_files(input, &input.filename, stdin)
 }
 
 /// Reads the given files (as `-f` takes them) into a checked cluster.
-fn load_files(p: &Parsed, files: &[String], stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) -> Result<Cluster, (String, Error)> {
-    let range = match p.value("service-node-port-range") {
-        None => PortRange::DEFAULT,
-        Some(s) => PortRange::parse(s)
-            .ok_or_else(|| (String::new(), usage_of(format!("invalid argument \"{s}\" for \"--service-node-port-range\": want FIRST-LAST, such as 30000-32767"))))?,
-    };
+fn load_files(input: &InputArgs, files: &[String], stdin: &mut dyn Read) -> Result<Cluster, (String, Error)> {
     let mut docs = Vec::new();
     for src in input::read_sources(files, stdin).map_err(|e| (String::new(), e))? {
         // Objects of kinds that are skipped are cut down as they are read.
         docs.extend(input::documents_keeping(&src, &objects::reads).map_err(|e| (String::new(), e))?);
     }
-    let options = objects::LoadOptions { node_port_range: range, strict: p.switch("strict") };
+    let options = objects::LoadOptions { node_port_range: input.service_node_port_range.unwrap_or(PortRange::DEFAULT), strict: input.strict };
     objects::load(&docs, options).map_err(|e| (String::new(), e))
 }
 
-/// What `--iptables-features` says the node can do: a profile or a list.
-fn node_features(p: &Parsed) -> Result<NodeFeatures, String> {
-    let Some(v) = p.value("iptables-features") else { return Ok(NodeFeatures::MODERN) };
-    match v {
-        "modern" => return Ok(NodeFeatures::MODERN),
-        "upstream-test-fake" => return Ok(NodeFeatures::UPSTREAM_TEST_FAKE),
-        "none" | "" => return Ok(NodeFeatures::NONE),
-        _ => {}
-    }
-    let mut f = NodeFeatures::NONE;
-    for name in v.split(',').map(str::trim) {
-        match name {
-            "random-fully" => f.random_fully = true,
-            "nfacct" => f.nfacct = true,
-            "tcp-be-liberal" => f.tcp_be_liberal = true,
-            other => {
-                return Err(format!(
-                    "invalid argument \"{v}\" for \"--iptables-features\": unknown feature \"{other}\"; want modern, upstream-test-fake, none, or a list of random-fully, nfacct and tcp-be-liberal"
-                ))
-            }
-        }
-    }
-    Ok(f)
-}
-
 /// The node a command is about and the kube-proxy settings for it.
-fn pick_node<'a>(p: &Parsed, c: &'a Cluster, features: NodeFeatures, usage_of: &dyn Fn(String) -> Error) -> Result<(&'a Node, KubeProxyConfig), Error> {
+fn pick_node<'a>(node: Option<&str>, c: &'a Cluster, features: Option<NodeFeatures>, usage_of: &dyn Fn(String) -> Error) -> Result<(&'a Node, KubeProxyConfig), Error> {
     let mut cfg = c.proxy.clone().unwrap_or_default();
-    cfg.node_features = features;
-    let Some(name) = p.value("node").or(cfg.hostname_override.as_deref()).map(String::from) else {
+    cfg.node_features = features.unwrap_or(NodeFeatures::MODERN);
+    let Some(name) = node.or(cfg.hostname_override.as_deref()).map(String::from) else {
         return Err(usage_of("--node is required (or give a KubeProxyConfiguration with hostnameOverride)".into()));
     };
     let Some(node) = c.nodes.iter().find(|n| n.name == name) else {
@@ -222,51 +85,28 @@ fn pick_node<'a>(p: &Parsed, c: &'a Cluster, features: NodeFeatures, usage_of: &
     Ok((node, cfg))
 }
 
-fn no_positionals(p: &Parsed, usage_of: &dyn Fn(String) -> Error) -> Result<(), (String, Error)> {
-    match p.positional.first() {
-        Some(extra) => Err((String::new(), usage_of(format!("unexpected argument \"{extra}\"")))),
-        None => Ok(()),
+fn iptables_save(a: &IptablesSaveArgs, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) -> Outcome {
+    let u = |m: &str| (String::new(), usage_of(m.into()));
+    let format = a.format.unwrap_or(Format::KubeProxy);
+    if !a.previous.is_empty() && format != Format::Restore {
+        return Err(u("--previous only changes the restore payload: use it with --format restore (the node's tables are the same after any sync)"));
     }
-}
-
-/// The renderings of `iptables-save --format`.
-#[derive(Clone, Copy, PartialEq)]
-enum Format {
-    KubeProxy,
-    Restore,
-    Kernel,
-}
-
-fn iptables_save(p: &Parsed, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) -> Outcome {
-    no_positionals(p, usage_of)?;
-    let u = |m: String| (String::new(), usage_of(m));
-    let format = match p.value("format") {
-        None | Some("kube-proxy") => Format::KubeProxy,
-        Some("restore") => Format::Restore,
-        Some("kernel") => Format::Kernel,
-        Some(other) => return Err(u(format!("invalid argument \"{other}\" for \"--format\": want kube-proxy, restore or kernel"))),
-    };
-    let features = node_features(p).map_err(u)?;
-    let previous = p.all("previous");
-    if !previous.is_empty() && format != Format::Restore {
-        return Err(u("--previous only changes the restore payload: use it with --format restore (the node's tables are the same after any sync)".into()));
+    if a.previous.iter().any(|f| f == "-") {
+        return Err(u("--previous takes files or directories; stdin (-) is only for -f"));
     }
-    if previous.iter().any(|f| f == "-") {
-        return Err(u("--previous takes files or directories; stdin (-) is only for -f".into()));
+    if a.full_sync && a.previous.is_empty() {
+        return Err(u("--full-sync needs --previous: without it the sync is the node's first, which is full anyway"));
     }
-    if p.switch("full-sync") && previous.is_empty() {
-        return Err(u("--full-sync needs --previous: without it the sync is the node's first, which is full anyway".into()));
-    }
-    let c = load(p, stdin, usage_of)?;
-    let (node, cfg) = pick_node(p, &c, features, usage_of).map_err(|e| (warnings(&c), e))?;
+    let c = load(&a.input, stdin, usage_of)?;
+    let (node, cfg) = pick_node(a.node.as_deref(), &c, a.features.iptables_features, usage_of).map_err(|e| (warnings(&c), e))?;
     let rules = sync_node(node, &c.services, &c.slices, &cfg);
     let (lines, extra_warnings) = match format {
         Format::KubeProxy => (rules.save(), String::new()),
         Format::Kernel => (rules.save_kernel(), String::new()),
-        Format::Restore if previous.is_empty() => (restore_payload(&rules, SyncMode::First), String::new()),
+        Format::Restore if a.previous.is_empty() => (restore_payload(&rules, SyncMode::First), String::new()),
         Format::Restore => {
-            let before = load_files(p, previous, stdin, usage_of).map_err(|(w, e)| (warnings(&c) + &w, e))?;
-            (later_sync(&before, &c, node, &cfg, &rules, p.switch("full-sync")), warnings(&before))
+            let before = load_files(&a.input, &a.previous, stdin).map_err(|(w, e)| (warnings(&c) + &w, e))?;
+            (later_sync(&before, &c, node, &cfg, &rules, a.full_sync), warnings(&before))
         }
     };
     let stdout: String = lines.iter().map(|l| format!("{l}\n")).collect();
@@ -290,36 +130,18 @@ struct TraceJson {
     masquerade: bool,
 }
 
-fn trace_cmd(p: &Parsed, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) -> Outcome {
-    no_positionals(p, usage_of)?;
-    let u = |m: String| (String::new(), usage_of(m));
-    let ip_flag = |key: &str| -> Result<Ipv4Addr, (String, Error)> {
-        let v = p.value(key).ok_or_else(|| u(format!("--{key} is required")))?;
-        v.parse().map_err(|_| u(format!("invalid argument \"{v}\" for \"--{key}\": want an IPv4 address")))
-    };
-    let src = ip_flag("src")?;
-    let dst = ip_flag("dst")?;
-    let dport_s = p.value("dport").ok_or_else(|| u("--dport is required".into()))?;
-    let dport = dport_s
-        .parse::<u16>()
-        .ok()
-        .filter(|n| *n != 0)
-        .ok_or_else(|| u(format!("invalid argument \"{dport_s}\" for \"--dport\": want a port from 1 to 65535")))?;
-    let proto = match p.value("proto") {
-        None => Protocol::Tcp,
-        Some(s) => Protocol::parse(s).ok_or_else(|| u(format!("invalid argument \"{s}\" for \"--proto\": want tcp, udp or sctp")))?,
-    };
-    let json = match p.value("output") {
-        None => false,
-        Some("json") => true,
-        Some(other) => return Err(u(format!("unsupported output format \"{other}\": trace prints text, or JSON with -o json"))),
-    };
-    let features = node_features(p).map_err(u)?;
-    let c = load(p, stdin, usage_of)?;
-    let (node, cfg) = pick_node(p, &c, features, usage_of).map_err(|e| (warnings(&c), e))?;
+fn trace_cmd(a: &TraceArgs, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) -> Outcome {
+    let required = |flag: &str| (String::new(), usage_of(format!("--{flag} is required")));
+    let src = a.src.ok_or_else(|| required("src"))?;
+    let dst = a.dst.ok_or_else(|| required("dst"))?;
+    let dport = a.dport.ok_or_else(|| required("dport"))?;
+    let proto = a.proto.unwrap_or(Protocol::Tcp);
+    let json = a.json.unwrap_or(false);
+    let c = load(&a.input, stdin, usage_of)?;
+    let (node, cfg) = pick_node(a.node.as_deref(), &c, a.features.iptables_features, usage_of).map_err(|e| (warnings(&c), e))?;
     let rules = sync_node(node, &c.services, &c.slices, &cfg);
     let pkt = Packet::new(proto, SockAddr::new(src, TRACE_SOURCE_PORT), SockAddr::new(dst, dport));
-    let result = trace(&rules, node, &pkt, p.switch("from-node"));
+    let result = trace(&rules, node, &pkt, a.from_node);
     let targets: Vec<String> = result.targets.iter().map(|t| t.to_string()).collect();
     let stdout = if json {
         let doc = TraceJson { verdict: result.verdict, targets, masquerade: result.masquerade };
@@ -340,43 +162,31 @@ fn trace_cmd(p: &Parsed, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Erro
     Ok(Output { stdout, stderr })
 }
 
-fn get(p: &Parsed, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) -> Outcome {
+fn get(a: &GetArgs, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) -> Outcome {
     let u = |m: String| (String::new(), usage_of(m));
-    match p.positional.as_slice() {
-        [] => return Err(u("you must specify the type of resource to get: svc".into())),
-        [r] if matches!(r.as_str(), "svc" | "service" | "services") => {}
-        [r] => return Err(u(format!("unsupported resource type \"{r}\": kubehops get lists services (svc)"))),
-        [_, extra, ..] => return Err(u(format!("unexpected argument \"{extra}\": kubehops get svc lists all Services of a namespace"))),
+    if a.resource.is_none() {
+        return Err(u("you must specify the type of resource to get: svc".into()));
     }
-    let wide = match p.value("output") {
-        None => false,
-        Some("wide") => true,
-        Some(other) => return Err(u(format!("unsupported output format \"{other}\": use -o wide or leave -o out"))),
-    };
-    let now = match p.value("now") {
-        Some(s) => crate::rfc3339::parse(s).ok_or_else(|| u(format!("invalid argument \"{s}\" for \"--now\": want an RFC 3339 time such as 2024-05-01T12:00:00Z")))?,
-        None => std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0),
-    };
-    let ns = p.value("namespace").filter(|s| !s.is_empty()).unwrap_or("default").to_string();
-    let c = load(p, stdin, usage_of)?;
-    let scope = if p.switch("all-namespaces") { Namespaces::All } else { Namespaces::Only(&ns) };
-    let out = get_svc(&c.services, scope, now, wide);
+    if let Some(extra) = a.extra.first() {
+        return Err(u(format!("unexpected argument \"{extra}\": kubehops get svc lists all Services of a namespace")));
+    }
+    let now = a.now.unwrap_or_else(|| jiff::Timestamp::now().as_second());
+    let ns = a.namespace.as_deref().filter(|s| !s.is_empty()).unwrap_or("default");
+    let c = load(&a.input, stdin, usage_of)?;
+    let scope = if a.all_namespaces { Namespaces::All } else { Namespaces::Only(ns) };
+    let out = get_svc(&c.services, scope, now, a.wide.unwrap_or(false));
     Ok(Output { stdout: out.stdout, stderr: warnings(&c) + &out.stderr })
 }
 
-fn dig(p: &Parsed, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) -> Outcome {
+fn dig(a: &DigArgs, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) -> Outcome {
     let u = |m: String| (String::new(), usage_of(m));
-    let (name, qtype) = match p.positional.as_slice() {
-        [] => return Err(u("a name to look up is required".into())),
-        [n] => (n.clone(), QType::A),
-        [n, t] => (n.clone(), QType::parse(t).ok_or_else(|| u(format!("unsupported query type \"{t}\": kubehops answers A, SRV and CNAME")))?),
-        [_, _, extra, ..] => return Err(u(format!("unexpected argument \"{extra}\""))),
-    };
+    let name = a.name.clone().ok_or_else(|| u("a name to look up is required".into()))?;
+    let qtype = a.qtype.unwrap_or(QType::A);
     if name.is_empty() || name == "." || name.starts_with('.') || name.contains("..") || name.chars().any(|c| c.is_whitespace()) {
         return Err(u(format!("\"{name}\" is not a domain name")));
     }
-    let ns = p.value("namespace").filter(|s| !s.is_empty()).unwrap_or("default").to_string();
-    let c = load(p, stdin, usage_of)?;
+    let ns = a.namespace.as_deref().filter(|s| !s.is_empty()).unwrap_or("default").to_string();
+    let c = load(&a.input, stdin, usage_of)?;
     let mut dns = ClusterDns::new(DnsConfig::default(), &c.services, &c.slices);
     for n in &c.namespaces {
         dns.add_namespace(n);
@@ -414,4 +224,10 @@ fn dig(p: &Parsed, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) -> 
     }
     let answer_warnings: String = resp.warnings.iter().map(|w| format!("{}\n", crate::dns_warning(w))).collect();
     Ok(Output { stdout: s, stderr: warnings(&c) + &answer_warnings })
+}
+
+/// `completion SHELL`: the script on stdout, as `kubectl completion` prints it.
+fn completion(program: Program, a: &CompletionArgs, usage_of: &dyn Fn(String) -> Error) -> Outcome {
+    let shell = a.shell.ok_or_else(|| (String::new(), usage_of("a shell is required: bash, zsh, fish or powershell".into())))?;
+    Ok(Output { stdout: args::completion(program, shell), stderr: String::new() })
 }

@@ -3,13 +3,15 @@
 //! `kubectl get svc` table, and CoreDNS's answers.
 //!
 //! [`run`] is the whole program with its streams passed in, so tests can
-//! call it directly; `main.rs` only wires it to the process.
+//! call it directly; [`process::main`] wires it to the process for both
+//! binaries, `kubehops` and the kubectl plugin `kubectl-hops`.
 
 pub mod args;
 pub mod commands;
 pub mod input;
 pub mod objects;
-pub mod rfc3339;
+pub mod process;
+pub mod time;
 
 use kubehops_core::api::ObjectRef;
 use kubehops_core::api::server::{ApiError, FieldError, FieldErrorKind, StoredWarning};
@@ -21,7 +23,7 @@ use std::io::{Read, Write};
 #[derive(Clone, Debug, PartialEq)]
 pub enum Error {
     /// The command line is wrong: exit code 2, with the command's usage.
-    Usage { message: String, usage: &'static str },
+    Usage { message: String, usage: String },
     /// An object was rejected, in the API server's words.
     Invalid(ApiError),
     /// Anything else (unreadable input, an unknown node): exit code 1.
@@ -130,59 +132,27 @@ pub struct Output {
     pub stderr: String,
 }
 
-/// The command synopses, shared by the full and the short usage text.
-macro_rules! synopses {
-    () => {
-        "Usage:
-  kubehops iptables-save [--node NAME] [--format kube-proxy|restore|kernel] [--iptables-features FEATURES] [--previous FILE... [--full-sync]] [--strict] -f FILE...
-  kubehops trace [--node NAME] --src IP --dst IP --dport PORT [--proto tcp|udp|sctp] [--from-node] [--iptables-features FEATURES] [-o json] [--strict] -f FILE...
-  kubehops get svc [-n NAMESPACE | -A] [-o wide] [--now RFC3339] [--strict] -f FILE...
-  kubehops dig NAME [A|SRV|CNAME] [-n NAMESPACE] [--strict] -f FILE...
-"
-    };
-}
-
-pub const USAGE: &str = concat!(
-    synopses!(),
-    "
-Every command reads Kubernetes objects, YAML or JSON, from each -f FILE
-(a file, a directory, or - for stdin): v1 Service, Node, Pod, Namespace,
-discovery.k8s.io/v1 EndpointSlice and kubeproxy.config.k8s.io/v1alpha1
-KubeProxyConfiguration. Other kinds are skipped with a warning.
-
-Objects are taken as stored: a value two Services both hold (a cluster IP,
-a node port), or a healthCheckNodePort the API server would not allow, is a
-warning on stderr, and the output shows what kube-proxy and kubectl do with
-it. Fields that are missing, malformed or out of range are errors.
-
-  --service-node-port-range FIRST-LAST   the API server's node port range
-                                          (default 30000-32767)
-  --strict                               refuse those stored values as the
-                                          API server refuses them on create
-  --iptables-features FEATURES           what the node can do (iptables-save
-                                          and trace; see kubehops
-                                          iptables-save --help)
-  -h, --help                             show this help
-"
-);
-
-/// What a wrong command line without a known command prints.
-pub const SHORT_USAGE: &str = concat!(synopses!(), "Run 'kubehops --help' for more.\n");
-
 /// The exit code after stdout was closed early (`kubehops … | head`): what
 /// the shell reports for a command that SIGPIPE ended, as it ends the
 /// coreutils.
 pub const EXIT_BROKEN_PIPE: i32 = 141;
 
-/// Runs the program on `args` (without the program name) and returns the
+/// Runs `kubehops` on `args` (without the program name) and returns the
 /// exit code: 0 on success, 1 when the input or the model says no or the
 /// output cannot be written, 2 for a wrong command line.
-///
-/// A failed write is reported as the coreutils report it (`kubehops: write
-/// error: No space left on device`, exit 1), except a closed pipe, which
-/// ends quietly with [`EXIT_BROKEN_PIPE`].
 pub fn run(args: &[String], stdin: &mut dyn Read, stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
-    let (code, out, err) = match commands::dispatch(args, stdin) {
+    run_as(args::Program::Kubehops, args, stdin, stdout, stderr)
+}
+
+/// [`run`] as `program`: the kubectl plugin's usage and help say
+/// `kubectl hops`.
+///
+/// A failed write is reported as the coreutils report it, under the
+/// executable's name (`kubehops: write error: No space left on device`,
+/// exit 1), except a closed pipe, which ends quietly with
+/// [`EXIT_BROKEN_PIPE`].
+pub fn run_as(program: args::Program, args: &[String], stdin: &mut dyn Read, stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
+    let (code, out, err) = match commands::dispatch(program, args, stdin) {
         Ok(out) => (0, out.stdout, out.stderr),
         Err((warnings, e)) => (e.exit_code(), String::new(), format!("{warnings}{e}\n")),
     };
@@ -194,7 +164,7 @@ pub fn run(args: &[String], stdin: &mut dyn Read, stdout: &mut dyn Write, stderr
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => EXIT_BROKEN_PIPE,
         Err(e) => {
             // stderr may be the stream that failed; then there is no one to tell.
-            let _ = writeln!(stderr, "kubehops: write error: {}", io_message(&e)).and_then(|()| stderr.flush());
+            let _ = writeln!(stderr, "{}: write error: {}", program.binary(), io_message(&e)).and_then(|()| stderr.flush());
             1
         }
     }
@@ -228,8 +198,12 @@ mod tests {
     }
 
     fn help(stdout: &mut dyn Write) -> (i32, String) {
+        help_as(args::Program::Kubehops, stdout)
+    }
+
+    fn help_as(program: args::Program, stdout: &mut dyn Write) -> (i32, String) {
         let mut err = Vec::new();
-        let code = run(&["--help".to_string()], &mut io::empty(), stdout, &mut err);
+        let code = run_as(program, &["--help".to_string()], &mut io::empty(), stdout, &mut err);
         (code, String::from_utf8(err).unwrap())
     }
 
@@ -237,6 +211,14 @@ mod tests {
     fn a_full_disk_is_reported_as_the_coreutils_report_it() {
         let (code, err) = help(&mut Failing(|| io::Error::from_raw_os_error(28)));
         assert_eq!((code, err.as_str()), (1, "kubehops: write error: No space left on device\n"));
+    }
+
+    #[test]
+    fn the_plugin_reports_a_write_error_under_its_own_name() {
+        let (code, err) = help_as(args::Program::KubectlPlugin, &mut Failing(|| io::Error::from_raw_os_error(28)));
+        assert_eq!((code, err.as_str()), (1, "kubectl-hops: write error: No space left on device\n"));
+        let (code, err) = help_as(args::Program::KubectlPlugin, &mut Failing(|| io::Error::from(io::ErrorKind::BrokenPipe)));
+        assert_eq!((code, err.as_str()), (EXIT_BROKEN_PIPE, ""));
     }
 
     #[test]

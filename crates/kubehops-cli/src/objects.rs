@@ -423,7 +423,7 @@ impl Reader {
 
     fn timestamp(&mut self, v: Option<&Value>, field: &str) -> Option<i64> {
         let s = self.str(v, field)?;
-        let t = crate::rfc3339::parse(s);
+        let t = crate::time::parse(s);
         if t.is_none() {
             self.invalid(field, format!("{s:?}"), "must be an RFC 3339 time such as 2024-05-01T12:00:00Z");
         }

@@ -22,6 +22,6 @@ fn three_thousand_fuzzed_cases_fail_cleanly_or_succeed() {
 fn the_same_seed_gives_the_same_cases() {
     let a = fuzz::case(7, 41);
     let b = fuzz::case(7, 41);
-    assert_eq!((a.text, a.args), (b.text, b.args));
+    assert_eq!((a.text, a.args, a.program), (b.text, b.args, b.program));
     assert_ne!(fuzz::case(7, 41).text, fuzz::case(8, 41).text);
 }

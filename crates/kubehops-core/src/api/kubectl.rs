@@ -351,6 +351,37 @@ mod tests {
         assert!(get_services(&[(&lb, 0)], 5, true).contains(" a1b2c3-123456789.eu-west-1.elb.amazonaws.com "));
     }
 
+    /// Each step of apimachinery's `duration.HumanDuration` (which kubectl's
+    /// printers call), on both sides of its edge.
+    #[test]
+    fn ages_at_each_edge_of_kubectls_rounding() {
+        let (m, h, d) = (60, 3600, 86400);
+        for (s, want) in [
+            (59, "59s"),
+            (119, "119s"),
+            (120, "2m"),
+            (9 * m + 59, "9m59s"),
+            (10 * m + 59, "10m"),
+            (h + 59 * m, "119m"),
+            (3 * h - 1, "179m"),
+            (3 * h, "3h"),
+            (8 * h - 1, "7h59m"),
+            (8 * h + 59 * m, "8h"),
+            (47 * h, "47h"),
+            (48 * h - 1, "47h"),
+            (48 * h, "2d"),
+            (8 * d - 1, "7d23h"),
+            (8 * d, "8d"),
+            (8 * d + 23 * h, "8d"),
+            (730 * d - 1, "729d"),
+            (730 * d, "2y"),
+            (8 * 365 * d - 1, "7y364d"),
+            (8 * 365 * d, "8y"),
+        ] {
+            assert_eq!(human_duration(s), want, "{s}s");
+        }
+    }
+
     #[test]
     fn ages() {
         for (s, want) in [(0, "0s"), (119, "119s"), (120, "2m"), (330, "5m30s"), (600, "10m"), (3 * 3600 + 600, "3h10m"), (50 * 3600, "2d2h"), (800 * 86400, "2y70d")] {
