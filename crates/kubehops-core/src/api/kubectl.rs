@@ -240,6 +240,7 @@ mod tests {
         Service {
             name: "web".into(),
             namespace: "default".into(),
+            annotations: Default::default(),
             spec: ServiceSpec {
                 type_: t,
                 selector: [("app".into(), "web".into())].into(),

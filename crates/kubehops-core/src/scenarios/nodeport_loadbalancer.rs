@@ -35,6 +35,7 @@ pub(crate) fn web_service(type_: ServiceType, node_port: Option<u16>) -> Service
     Service {
         name: "web".into(),
         namespace: "default".into(),
+        annotations: Default::default(),
         spec: ServiceSpec {
             type_,
             selector: [("app".to_string(), "web".to_string())].into(),
