@@ -236,14 +236,22 @@ impl World {
         self.nesting += 1;
         let out = self.dial(Dial { payload: payload.clone(), proto: pkt.proto, ..Dial::tcp(me, target) }, dice);
         self.nesting -= 1;
-        let answer = match out {
-            Outcome::Answered { payload, .. } => payload,
-            Outcome::Dropped { .. } => Some(Payload::HttpResponse { status: 502, reason: "Bad Gateway".into() }).filter(|_| payload.is_some()),
-        };
         let reply = pkt.reversed();
-        let what = answer.as_ref().map_or_else(String::new, |p| format!(" ({})", p.summary()));
-        let detail = format!("docker-proxy copies the answer{what} from its own connection to {target} back onto curl's connection, which still runs between {} and {}.", reply.src, reply.dst);
-        Step::Answer { to: me, packet: PacketHop::plain(reply, answer), caption: format!("docker-proxy answers from {}", reply.src), detail }
+        let (answer, caption, detail) = match out {
+            Outcome::Answered { payload, .. } => {
+                let what = payload.as_ref().map_or_else(String::new, |p| format!(" ({})", p.summary()));
+                let detail = format!("docker-proxy copies the answer{what} from its own connection to {target} back onto curl's connection, which still runs between {} and {}.", reply.src, reply.dst);
+                (payload, format!("docker-proxy answers from {}", reply.src), detail)
+            }
+            // docker-proxy moves bytes, not HTTP: when it cannot reach the
+            // container it closes the connection it accepted.
+            Outcome::Dropped { .. } => (
+                None,
+                "docker-proxy closes the connection".to_string(),
+                format!("docker-proxy could not reach {target}, so it closes curl's connection without a byte of answer: curl reports \"(52) Empty reply from server\"."),
+            ),
+        };
+        Step::Answer { to: me, packet: PacketHop::plain(reply, answer), caption, detail }
     }
 
     /// An Envoy Pod ends the client's HTTP connection: it picks a route by

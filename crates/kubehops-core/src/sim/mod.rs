@@ -287,6 +287,40 @@ impl World {
         KubectlTable { command, rows, notice: (!notice.is_empty()).then_some(notice) }
     }
 
+    /// `kubectl get svc -n NS [-o wide]`: rows sorted by name, or kubectl's
+    /// notice when the namespace has none.
+    pub fn kubectl_get_svc_in(&self, namespace: &str, wide: bool) -> KubectlTable {
+        let command = format!("kubectl get svc -n {namespace}{}", if wide { " -o wide" } else { "" });
+        let found = self.services_in(namespace);
+        if found.is_empty() {
+            return KubectlTable { command, rows: Vec::new(), notice: Some(format!("No resources found in {namespace} namespace.\n")) };
+        }
+        let rows = crate::api::kubectl::service_table(&found, self.clock, wide);
+        KubectlTable { command, rows, notice: None }
+    }
+
+    /// `kubectl get endpoints -n NS`: the Endpoints of every Service with
+    /// a selector, sorted by name. (kubectl also prints
+    /// [`crate::api::kubectl::ENDPOINTS_DEPRECATED`] on stderr.)
+    pub fn kubectl_get_endpoints_in(&self, namespace: &str) -> KubectlTable {
+        let command = format!("kubectl get endpoints -n {namespace}");
+        let services: Vec<(&Service, u64)> = self.services_in(namespace).into_iter().filter(|(s, _)| !s.spec.selector.is_empty() && s.spec.type_ != ServiceType::ExternalName).collect();
+        if services.is_empty() {
+            return KubectlTable { command, rows: Vec::new(), notice: Some(format!("No resources found in {namespace} namespace.\n")) };
+        }
+        let slices: Vec<Option<crate::api::EndpointSlice>> = services.iter().map(|(s, _)| self.api.endpoint_slice(s)).collect();
+        let rows: Vec<(&Service, Option<&crate::api::EndpointSlice>, String)> =
+            services.iter().zip(&slices).map(|((s, created), sl)| (*s, sl.as_ref(), crate::api::kubectl::human_duration(self.clock.saturating_sub(*created)))).collect();
+        KubectlTable { command, rows: crate::api::kubectl::endpoints_table(&rows), notice: None }
+    }
+
+    /// The Services of a namespace by name, each with when it was created.
+    fn services_in(&self, namespace: &str) -> Vec<(&Service, u64)> {
+        let mut found: Vec<(&Service, u64)> = self.api.services().filter(|s| s.namespace == namespace).map(|s| (s, *self.created.get(&s.object_ref()).unwrap_or(&0))).collect();
+        found.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+        found
+    }
+
     fn balancer_view(&self) -> BalancerView {
         let Some(cloud) = self.lb.cloud() else { return BalancerView::Absent };
         let b = self.focus.iter().find_map(|f| cloud.balancer_for(f));
