@@ -48,6 +48,17 @@ impl Event {
     }
 }
 
+fn still_pending(svc: &crate::api::Service) -> Event {
+    let mut e = Event::new(
+        Party::ApiServer,
+        Party::ApiServer,
+        "still <pending>",
+        format!("Time passes and Service {} is as it was: nobody has written status.loadBalancer, so EXTERNAL-IP is still <pending>. Waiting longer changes nothing.", svc.object_ref()),
+    );
+    e.ok = false;
+    e
+}
+
 /// What fills `status.loadBalancer` in this cluster.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub enum LbController {
@@ -94,10 +105,12 @@ impl LbController {
         Some(e)
     }
 
-    /// Time has passed: finish what was asynchronous.
+    /// Time has passed: finish what was asynchronous. With nobody to
+    /// answer, time changes nothing, and each pending LoadBalancer says so.
     pub fn tick(&mut self, api: &mut ApiServer, now: u64) -> Vec<Event> {
         match self {
-            LbController::Nobody | LbController::MetalLb(_) => Vec::new(),
+            LbController::Nobody => api.services().filter(|s| s.spec.type_ == crate::api::ServiceType::LoadBalancer && s.status.load_balancer_ingress.is_empty()).map(still_pending).collect(),
+            LbController::MetalLb(_) => Vec::new(),
             LbController::Cloud(c) => c.tick(api, now),
         }
     }

@@ -402,7 +402,7 @@ fn metallb(w: &mut World, rec: &mut Recorder, lab: Lab) {
     rec.set_manifest(Manifest { file: "metallb-pool.yaml".into(), lines, changed });
     let lb_ip = service_ip(w, NS, "booking");
     let st = rec.steps.last_mut().expect("just recorded");
-    st.narration = narrate_metallb(w, lb_ip);
+    st.narration = narrate_metallb(w, lb_ip, lab.local);
     st.evidence = evidence(w);
 
     let Some(lb_ip) = lb_ip else { return };
@@ -451,7 +451,7 @@ fn service_ip(w: &World, ns: &str, name: &str) -> Option<Ipv4Addr> {
     w.api.service(ns, name)?.status.load_balancer_ingress.iter().find_map(|i| i.ip)
 }
 
-fn narrate_metallb(w: &World, lb_ip: Option<Ipv4Addr>) -> String {
+fn narrate_metallb(w: &World, lb_ip: Option<Ipv4Addr>, local: bool) -> String {
     let install = format!(
         "MetalLB is installed: a controller (a Deployment) and a speaker on every node (a DaemonSet on the host network). metallb-pool.yaml gives it addresses: IPAddressPool kind-pool holds {POOL}, on Docker's kind network {KIND_NET} but above the addresses Docker hands its containers (it counts up from .2), and L2Advertisement kind-l2 says to announce them in layer 2, by ARP."
     );
@@ -460,8 +460,9 @@ fn narrate_metallb(w: &World, lb_ip: Option<Ipv4Addr>) -> String {
     let announcer = m.and_then(|m| m.announcer(ip)).map(str::to_string);
     let elect = match &announcer {
         Some(node) => format!(
-            "Then the speakers agree on one node to announce {ip}. {CP} is out: kubeadm labelled it {}, and MetalLB's speakers respect that. Every speaker ranks the remaining candidates by SHA-256 of node name and address, and {node} comes first, so only its speaker will answer ARP for {ip}.",
-            crate::controllers::metallb::EXCLUDE_LABEL
+            "Then the speakers agree on one node to announce {ip}. {CP} is out: kubeadm labelled it {}, and MetalLB's speakers respect that.{} Every speaker ranks the remaining candidates by SHA-256 of node name and address, and {node} comes first, so only its speaker will answer ARP for {ip}.",
+            crate::controllers::metallb::EXCLUDE_LABEL,
+            if local { " Under externalTrafficPolicy: Local only nodes with a ready booking Pod count." } else { "" }
         ),
         None => format!("No node may announce {ip}: with externalTrafficPolicy: Local only a node with a ready booking Pod and a speaker that is not excluded can."),
     };
@@ -475,12 +476,13 @@ fn narrate_arp(w: &World, st: &Step, ip: Ipv4Addr) -> String {
     let asks = st.hops.iter().filter(|h| h.arp.as_ref().is_some_and(|a| a.op == ArpOp::Request)).count();
     let reply = st.hops.iter().find_map(|h| h.arp.as_ref().filter(|a| a.op == ArpOp::Reply).map(|a| (a.clone(), h.from)));
     let start = format!(
-        "curl http://{ip}:{APP_PORT}. The address is on the laptop's kind bridge {br}, so the kernel sends to it directly, but first it needs the Ethernet address behind it, and no container holds {ip}. It broadcasts an ARP request, who-has {ip}, which reaches all {asks} nodes."
+        "curl http://{ip}:{APP_PORT}. The address is on the laptop's kind bridge {br}, so the kernel sends to it directly, but first it needs the Ethernet address behind it, and no container holds {ip}. It broadcasts an ARP request, who-has {ip}, which reaches every node on the bridge ({asks})."
     );
     match reply {
         Some((a, from)) => format!(
-            "{start} The kernels ignore it (the address is on none of their interfaces); the speakers listen on the node's interface. {} answers: {ip} is-at {}, its own node's Ethernet address. The laptop keeps that in its neighbour table (`ip neigh`), and from now on every frame for {ip} goes to that node. If the node fails, another speaker wins the election and announces the address again.",
+            "{start} The nodes' kernels ignore it (the address is on none of their interfaces), but MetalLB's speakers read ARP on the node's interface. The elected one, {} on {}, answers: {ip} is-at {}, the Ethernet address of its node's eth0. The laptop keeps that in its neighbour table (`ip neigh`), and from now on every frame for {ip} goes to that node. Should the node fail, the speakers elect another, which announces the address anew.",
             w.actors.short(from),
+            w.actors.get(from).and_then(|a| a.parent).map_or("?", |n| w.actors.short(n)),
             a.sender_mac
         ),
         None => format!("{start} Nobody answers, so the kernel gives up: the connection fails with \"No route to host\"."),
@@ -728,5 +730,116 @@ mod tests {
         assert_eq!(to_pod.packet.as_ref().unwrap().after.dst.ip, ip(10, 244, 0, 5));
         assert!(!to_pod.packet.as_ref().unwrap().rewrites.iter().any(|r| r.kind == RewriteKind::Snat));
         let _ = Value::Toggle(true);
+    }
+
+    /// The lab's world up to MetalLB's address for booking (stage 5's first step).
+    fn world_with_metallb(pools: Vec<IpAddressPool>) -> World {
+        let lab = Lab { spread: false, local: false, hairpin: false, seed: None };
+        let mut w = cluster(lab);
+        let _ = w.kubectl_apply(booking(ServiceType::LoadBalancer, Some(NODE_PORT), false));
+        w.lb = LbController::MetalLb(MetalLb::new(vec![SpeakerNode { node: CP.into(), excluded: true }, SpeakerNode { node: WORKER.into(), excluded: false }]));
+        w.add_speaker(0, "speaker-4xk2p");
+        w.add_speaker(1, "speaker-9tq7m");
+        configure_metallb(&mut w, pools, vec![l2_advertisement()]);
+        w.take_trace();
+        w
+    }
+
+    fn failures(trace: &[(Hop, View)]) -> Vec<String> {
+        trace.iter().filter(|(h, _)| h.kind == HopKind::Dropped).map(|(h, _)| h.detail.clone()).collect()
+    }
+
+    #[test]
+    fn two_services_asking_for_one_address_get_metallbs_refusal() {
+        let mut w = world_with_metallb(vec![pool()]);
+        assert_eq!(service_ip(&w, NS, "booking"), Some(ip(172, 18, 0, 50)));
+        let mut admin = booking(ServiceType::LoadBalancer, None, false);
+        admin.name = "booking-admin".into();
+        admin.annotations.insert(crate::controllers::metallb::ANNOTATION_IPS.into(), "172.18.0.50".into());
+        w.kubectl_apply(admin.clone()).unwrap();
+        let f = failures(&w.take_trace());
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].contains("Failed to allocate IP for \"apollo-airlines-apps/booking-admin\": can't change sharing key for \"apollo-airlines-apps/booking-admin\", address also in use by apollo-airlines-apps/booking"), "{}", f[0]);
+        assert_eq!(w.kubectl_get_svc_in(NS, false).cell("booking-admin", "EXTERNAL-IP"), Some("<pending>"));
+        // Asking by spec.loadBalancerIP for a free address is honoured.
+        admin.annotations.clear();
+        admin.spec.load_balancer_ip = Some(ip(172, 18, 0, 77));
+        w.kubectl_apply(admin).unwrap();
+        assert!(failures(&w.take_trace()).is_empty());
+        assert_eq!(service_ip(&w, NS, "booking-admin"), Some(ip(172, 18, 0, 77)));
+        assert_eq!(w.lb.metallb().unwrap().announcer(ip(172, 18, 0, 77)), Some(WORKER));
+    }
+
+    #[test]
+    fn an_exhausted_pool_leaves_the_gateway_pending_until_an_address_is_freed() {
+        let one = IpAddressPool { addresses: vec!["172.18.0.50/32".into()], ..pool() };
+        let mut w = world_with_metallb(vec![one]);
+        install_gateway(&mut w, gateway(), route());
+        let f = failures(&w.take_trace());
+        assert!(f.iter().any(|d| d.contains("Failed to allocate IP for \"envoy-gateway-system/envoy-apollo-airlines-apps-apollo-gateway-681e3ed2\": no available IPs")), "{f:?}");
+        assert_eq!(w.kubectl_get_svc_in(EG_NS, false).cell(&gateway().proxy_name(), "EXTERNAL-IP"), Some("<pending>"));
+        // booking goes back to a NodePort: its address is released and the gateway gets it.
+        w.kubectl_apply(booking(ServiceType::NodePort, Some(NODE_PORT), false)).unwrap();
+        let trace = w.take_trace();
+        assert!(trace.iter().any(|(h, _)| h.caption == "release 172.18.0.50"), "{:?}", trace.iter().map(|(h, _)| &h.caption).collect::<Vec<_>>());
+        assert_eq!(service_ip(&w, EG_NS, &gateway().proxy_name()), Some(ip(172, 18, 0, 50)));
+        assert_eq!(service_ip(&w, NS, "booking"), None);
+    }
+
+    #[test]
+    fn a_bad_pool_is_denied_by_metallbs_webhook_and_changes_nothing() {
+        let w = world_with_metallb(vec![IpAddressPool { addresses: vec!["172.18.0.100-172.18.0.50".into()], ..pool() }]);
+        assert_eq!(service_ip(&w, NS, "booking"), None, "no pool, no address");
+        let mut w = world_with_metallb(vec![pool()]);
+        configure_metallb(&mut w, vec![IpAddressPool { addresses: vec!["172.18.0.300-172.18.0.310".into()], ..pool() }], vec![l2_advertisement()]);
+        let f = failures(&w.take_trace());
+        assert!(f[0].starts_with("Error from server (Forbidden): error when creating \"metallb-pool.yaml\": admission webhook \"ipaddresspoolvalidationwebhook.metallb.io\" denied the request: parsing address pool kind-pool: invalid CIDR"), "{f:?}");
+        assert_eq!(service_ip(&w, NS, "booking"), Some(ip(172, 18, 0, 50)), "the old configuration stays");
+    }
+
+    #[test]
+    fn a_pool_off_the_kind_network_is_accepted_but_unreachable_from_the_laptop() {
+        // Neither MetalLB nor Docker refuses it; it just does not work:
+        // the laptop routes the address to its default gateway, not to the
+        // kind bridge, so no ARP is sent and nothing answers.
+        let mut w = world_with_metallb(vec![IpAddressPool { addresses: vec!["172.19.0.50-172.19.0.100".into()], ..pool() }]);
+        assert_eq!(service_ip(&w, NS, "booking"), Some(ip(172, 19, 0, 50)));
+        let laptop = w.first(ActorKind::Laptop).unwrap();
+        let out = w.dial(Dial::tcp(laptop, SockAddr::new(ip(172, 19, 0, 50), APP_PORT)), &mut crate::dataplane::netfilter::FixedDraws::new(vec![]));
+        assert!(matches!(out, Outcome::Dropped { reason: DropReason::NoRoute { .. }, .. }), "{out:?}");
+        assert!(!w.take_trace().iter().any(|(h, _)| h.arp.is_some()));
+    }
+
+    #[test]
+    fn an_address_nobody_announces_fails_arp() {
+        // Local, and the only booking Pods on the excluded control plane.
+        let lab = Lab { spread: false, local: true, hairpin: false, seed: None };
+        let mut w = cluster(lab);
+        for p in w.api.pods.iter_mut() {
+            p.node_name = CP.into();
+        }
+        let _ = w.kubectl_apply(booking(ServiceType::LoadBalancer, Some(NODE_PORT), true));
+        w.lb = LbController::MetalLb(MetalLb::new(vec![SpeakerNode { node: CP.into(), excluded: true }, SpeakerNode { node: WORKER.into(), excluded: false }]));
+        w.add_speaker(0, "speaker-4xk2p");
+        w.add_speaker(1, "speaker-9tq7m");
+        configure_metallb(&mut w, vec![pool()], vec![l2_advertisement()]);
+        assert_eq!(w.lb.metallb().unwrap().announcer(ip(172, 18, 0, 50)), None);
+        w.take_trace();
+        let laptop = w.first(ActorKind::Laptop).unwrap();
+        let out = w.dial(Dial::tcp(laptop, SockAddr::new(ip(172, 18, 0, 50), APP_PORT)), &mut crate::dataplane::netfilter::FixedDraws::new(vec![]));
+        assert!(matches!(out, Outcome::Dropped { reason: DropReason::NoNeighbour { .. }, .. }), "{out:?}");
+        let trace = w.take_trace();
+        assert_eq!(trace.iter().filter(|(h, _)| h.arp.is_some()).count(), 2, "two who-has, no answer");
+        assert!(trace.last().unwrap().1.host(laptop).unwrap().neighbours.iter().any(|n| n.starts_with("172.18.0.50 dev") && n.ends_with("FAILED")));
+    }
+
+    #[test]
+    fn a_host_port_mapped_twice_is_refused_by_docker() {
+        let mut c = kind_config();
+        c.nodes[1].extra_port_mappings = c.nodes[0].extra_port_mappings.clone();
+        let mut d = DockerEngine::new(true);
+        d.networks.push(DockerNetwork::new("kind", KIND_NET, BRIDGE_IP));
+        let e = c.create(&mut d, API_HOST_PORT).unwrap_err().to_string();
+        assert!(e.contains("on endpoint apollo11-worker (") && e.ends_with("Bind for 0.0.0.0:30082 failed: port is already allocated"), "{e}");
     }
 }

@@ -128,8 +128,8 @@ impl World {
         let frame = ArpFrame { op: ArpOp::Reply, iface: iface.into(), sender_ip: ip, sender_mac: mac, target_ip: asker, target_mac: Some(my_mac) };
         let who = if responder == node { format!("{}'s kernel, which holds {ip},", self.actors.short(node)) } else { format!("MetalLB's speaker on {}", self.actors.short(node)) };
         let detail = format!("{}: {who} answers with the Ethernet address of {}'s eth0. {} keeps {ip} → {mac} in its neighbour table; from now on every packet to {ip} goes to {}.", frame.summary(), self.actors.short(node), self.actors.short(me), self.actors.short(node));
-        self.push_arp(responder, me, Leg::Back, format!("{ip} is-at {mac}"), detail, frame);
         self.hosts[h].learn(Neighbour { ip, iface: iface.into(), mac: Some(mac), state: NeighbourState::Reachable });
+        self.push_arp(responder, me, Leg::Back, format!("{ip} is-at {mac}"), detail, frame);
         Ok(node)
     }
 

@@ -127,7 +127,17 @@ impl World {
                     self.push(Hop { from: at, to: at, kind: hop_kind(&payload, leg), leg, what_if: false, caption, detail, packet: Some(packet), dropped: None, conn, arp: None });
                     return Outcome::Answered { server: pkt.src, payload };
                 }
-                Step::Arrived => return Outcome::Answered { server: pkt.src, payload },
+                Step::Arrived => {
+                    // A host's conntrack saw the reply arrive: the view after
+                    // the last hop shows that.
+                    if self.host_of(client).is_some() {
+                        let v = self.view();
+                        if let Some(last) = self.trace.last_mut() {
+                            last.1 = v;
+                        }
+                    }
+                    return Outcome::Answered { server: pkt.src, payload };
+                }
                 Step::Drop(reason) => {
                     let detail = reason.describe(&self.actors);
                     let hop = Hop {
