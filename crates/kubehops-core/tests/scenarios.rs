@@ -144,6 +144,8 @@ fn check_routes(s: &Scenario, l: &Layout) {
         for h in st.hops.iter().filter(|h| h.from != h.to) {
             let route = l.route(h.from, h.to, h.leg);
             assert!(route.len() >= 2, "{}: no route for {h:?}", s.id);
+            let canvas = Rect { x: 0.0, y: 0.0, w: l.width, h: l.height };
+            assert!(route.iter().all(|p| canvas.contains(*p)), "{}: route {:?} leaves the canvas: {route:?}", s.id, h.caption);
             let (from, to) = (l.target(h.from).expect("from box"), l.target(h.to).expect("to box"));
             assert!(side_of(&from, route[0]).is_some(), "{}: route {:?} starts off its box {from:?}", s.id, h.caption);
             let end = *route.last().unwrap();
