@@ -275,7 +275,8 @@ pub fn displayable_ports(ports: &[PortBinding]) -> String {
     let mut sorted = ports.to_vec();
     sorted.sort_by_key(|p| (p.container_port, p.host_ip, p.host_port, p.proto.lower()));
     // (address, protocol) → runs of ports, in the order the keys appear.
-    let mut groups: Vec<((Ipv4Addr, Protocol), Vec<(u16, u16)>)> = Vec::new();
+    type Runs = Vec<(u16, u16)>;
+    let mut groups: Vec<((Ipv4Addr, Protocol), Runs)> = Vec::new();
     let mut mapped = Vec::new();
     for p in &sorted {
         if p.host_port != p.container_port {

@@ -270,7 +270,7 @@ fn host_to_pod(w: &mut World, rec: &mut Recorder, lab: Lab) {
     let laptop = w.first(ActorKind::Laptop).expect("the lab has a laptop");
     let cp = w.node_actor(0).expect("control plane");
     let mut dice = dice_for(lab.seed, draws_for(&booking_endpoints(w), SEED_POD), 1);
-    let outcome = split_connection(
+    split_connection(
         w,
         rec,
         ["Host to node: Docker's port mapping", "NodePort to Pod: kube-proxy"],
@@ -282,7 +282,7 @@ fn host_to_pod(w: &mut World, rec: &mut Recorder, lab: Lab) {
     let kind_manifest = Manifest { file: "kind-config.yaml".into(), lines: text.lines, changed: text.mapping_lines };
     rec.steps[n - 2].manifest = kind_manifest;
     rec.steps[n - 2].narration = narrate_host_to_node(w, &rec.steps[n - 2], lab);
-    rec.steps[n - 1].narration = narrate_node_to_pod(w, &rec.steps[n - 1], &outcome, lab);
+    rec.steps[n - 1].narration = narrate_node_to_pod(w, &rec.steps[n - 1], lab);
     for st in &mut rec.steps[n - 2..] {
         st.evidence = evidence(w);
     }
@@ -314,7 +314,7 @@ fn narrate_host_to_node(w: &World, st: &Step, lab: Lab) -> String {
     format!("{mapping} {how} The packet arrives at {CP} addressed to its own port {NODE_PORT}: the first system's work is done.")
 }
 
-fn narrate_node_to_pod(w: &World, st: &Step, outcome: &Outcome, lab: Lab) -> String {
+fn narrate_node_to_pod(w: &World, st: &Step, lab: Lab) -> String {
     let pick = st.hops.iter().find_map(|h| h.packet.as_ref().filter(|p| p.rewrites.iter().any(|r| r.kind == RewriteKind::Dnat) && !p.by_conntrack));
     let dropped = st.hops.iter().find_map(|h| h.dropped.as_ref());
     let Some(p) = pick.filter(|_| dropped.is_none()) else {
@@ -326,7 +326,6 @@ fn narrate_node_to_pod(w: &World, st: &Step, outcome: &Outcome, lab: Lab) -> Str
             None => "The connection was answered without kube-proxy's DNAT.".into(),
         };
     };
-    let _ = outcome;
     let node = p.decided_on.map_or(CP.to_string(), |n| w.actors.short(n).to_string());
     let target = p.after.dst;
     let pod_node = w.api.pods.iter().find(|x| x.ip == target.ip).map_or(String::new(), |x| x.node_name.clone());
@@ -338,7 +337,6 @@ fn narrate_node_to_pod(w: &World, st: &Step, outcome: &Outcome, lab: Lab) -> Str
         "Under externalTrafficPolicy: Local there is no masquerade: the Pod sees the laptop's bridge address.".to_string()
     };
     let back = if lab.hairpin { "the laptop's conntrack undoes Docker's DNAT and masquerade" } else { "docker-proxy copies the answer onto curl's own connection" };
-    let _ = lab.local;
     format!(
         "Service booking is a NodePort: kube-proxy on every node has a KUBE-NODEPORTS rule for {NODE_PORT}. On {node} it jumps to the Service's chain, which picks a Ready booking Pod and DNATs to {target}{}. {cross} {snat} The reply retraces the way: conntrack on {node} undoes kube-proxy's rewrites, then {back}, and curl sees its answer from localhost:{NODE_PORT}.",
         if others.is_empty() { String::new() } else { format!(" (it could as well have picked {})", list(&others)) }
@@ -624,7 +622,7 @@ fn comparison() -> Comparison {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenarios::{build as build_scenario, Value};
+    use crate::scenarios::build as build_scenario;
     use crate::sim::{HopKind, Leg, Payload};
 
     fn with(pairs: &[(&str, &str)]) -> Scenario {
@@ -729,7 +727,6 @@ mod tests {
         let to_pod = s.steps[1].hops.iter().find(|h| h.packet.as_ref().is_some_and(|p| p.rewrites.iter().any(|r| r.kind == RewriteKind::Dnat))).unwrap();
         assert_eq!(to_pod.packet.as_ref().unwrap().after.dst.ip, ip(10, 244, 0, 5));
         assert!(!to_pod.packet.as_ref().unwrap().rewrites.iter().any(|r| r.kind == RewriteKind::Snat));
-        let _ = Value::Toggle(true);
     }
 
     /// The lab's world up to MetalLB's address for booking (stage 5's first step).
