@@ -831,6 +831,17 @@ mod tests {
     }
 
     #[test]
+    fn links_carry_the_labs_parameters() {
+        let parsed = crate::link::parse("#/local-lab/6/end?placement=spread&local=1&hairpin=1&seed=4");
+        assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
+        let l = &parsed.link;
+        assert_eq!((l.scenario.as_str(), l.step, l.params.choice("placement"), l.params.toggle("local"), l.params.toggle("hairpin"), l.params.seed()), ("local-lab", 5, Some("spread"), true, true, Some(4)));
+        assert_eq!(crate::link::format(l), "#/local-lab/6/end?placement=spread&local=1&hairpin=1&seed=4");
+        let bad = crate::link::parse("#/local-lab/11?placement=moon");
+        assert_eq!(bad.problems.len(), 2, "{:?}", bad.problems);
+    }
+
+    #[test]
     fn a_host_port_mapped_twice_is_refused_by_docker() {
         let mut c = kind_config();
         c.nodes[1].extra_port_mappings = c.nodes[0].extra_port_mappings.clone();
