@@ -575,7 +575,7 @@ fn service(v: &Value, name: &str, namespace: &str, range: PortRange, warnings: &
     }
     r.finish("Service", name)?;
     Ok(ReadService {
-        svc: Service { name: name.into(), namespace: namespace.into(), spec, status, created },
+        svc: Service { name: name.into(), namespace: namespace.into(), annotations: Default::default(), spec, status, created },
         named_targets,
     })
 }

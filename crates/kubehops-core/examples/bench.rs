@@ -24,6 +24,7 @@ fn cluster(n: usize) -> (Vec<Service>, Vec<EndpointSlice>) {
         services.push(Service {
             name: name.clone(),
             namespace: "bench".into(),
+            annotations: Default::default(),
             spec: ServiceSpec {
                 type_: if i % 2 == 0 { ServiceType::NodePort } else { ServiceType::ClusterIP },
                 ports: vec![ServicePort { name: Some("http".into()), protocol: Protocol::Tcp, port: 80, target_port: 8080, node_port: (i % 2 == 0).then_some(30000 + (i / 2 % 2768) as u16) }],
@@ -60,6 +61,7 @@ fn one_big_service(n: usize, headless: bool) -> (Service, Vec<EndpointSlice>) {
     let svc = Service {
         name: "web".into(),
         namespace: "bench".into(),
+        annotations: Default::default(),
         spec: ServiceSpec {
             ports: vec![ServicePort { name: Some("http".into()), protocol: Protocol::Tcp, port: 80, target_port: 8080, node_port: None }],
             cluster_ip: (!headless).then_some(ip(10, 96, 0, 50)),

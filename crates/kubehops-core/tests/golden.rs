@@ -56,3 +56,14 @@ fn changing_type_and_readiness_match_their_golden_file() {
     }
     check("service-types/changes", &text);
 }
+
+#[test]
+fn the_local_lab_matches_its_golden_files() {
+    // Docker's default (userland proxy) and hairpin mode, then the other
+    // placement under externalTrafficPolicy Local.
+    let cases: [(&str, &[(&str, &str)]); 3] = [("default", &[]), ("hairpin", &[("hairpin", "1")]), ("spread-local", &[("placement", "spread"), ("local", "1")])];
+    for (name, pairs) in cases {
+        let s = build("local-lab", &params("local-lab", pairs)).expect("builds");
+        check(&format!("local-lab/{name}"), &render_text(&s));
+    }
+}

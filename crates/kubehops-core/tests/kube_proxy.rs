@@ -28,6 +28,7 @@ fn svc(ns: &str, name: &str, type_: ServiceType, cluster_ip: [u8; 4], port: u16,
     Service {
         name: name.into(),
         namespace: ns.into(),
+        annotations: Default::default(),
         spec: ServiceSpec {
             type_,
             ports: vec![ServicePort { name: Some("p80".into()), protocol: Protocol::Tcp, port, target_port: 80, node_port }],

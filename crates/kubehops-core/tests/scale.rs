@@ -20,6 +20,7 @@ fn service(headless: bool) -> Service {
     Service {
         name: "web".into(),
         namespace: "default".into(),
+        annotations: Default::default(),
         spec: ServiceSpec {
             ports: vec![ServicePort { name: Some("http".into()), protocol: Protocol::Tcp, port: 80, target_port: 8080, node_port: None }],
             cluster_ip: (!headless).then_some(ip(10, 96, 0, 50)),

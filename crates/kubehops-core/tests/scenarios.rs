@@ -6,14 +6,18 @@
 //!   rules, its conntrack entry, or a balancer.
 //! - Consecutive hops of a connection hand the packet on unchanged, and a
 //!   server's reply starts as its request turned around.
-//! - Every reply retraces its request, actor by actor.
+//! - Every reply retraces its request, actor by actor; a packet stays on
+//!   one machine only on the client's (loopback, or its conntrack handing
+//!   the reply to its socket).
+//! - ARP answers a question of the machine it goes to, and that machine's
+//!   packets to the address then go to the node that answered.
 //! - Every route starts and ends on the edge of its boxes, crosses no box
 //!   it does not connect, and a reply leg never lies on its request leg.
 
 use kubehops_core::net::Packet;
 use kubehops_core::scenarios::{combinations, Scenario, REGISTRY};
 use kubehops_core::scene::layout::{side_of, Layout, Point, Rect};
-use kubehops_core::sim::{ActorKind, Field, Hop, Leg, PacketHop, RewriteKind};
+use kubehops_core::sim::{ActorId, ActorKind, Field, Hop, Leg, PacketHop, RewriteKind};
 use std::collections::BTreeMap;
 
 /// Every scenario with every combination of its parameters, built on both
@@ -69,10 +73,11 @@ fn check_rewrites(s: &Scenario, h: &Hop) {
     }
 }
 
-/// Hops of each connection, in order.
-fn connections(hops: &[Hop]) -> BTreeMap<u32, Vec<&Hop>> {
+/// Hops of each connection, in order, across steps (a story may cut one
+/// connection into two steps).
+fn connections<'a>(hops: impl Iterator<Item = &'a Hop>) -> BTreeMap<u32, Vec<&'a Hop>> {
     let mut m: BTreeMap<u32, Vec<&Hop>> = BTreeMap::new();
-    for h in hops.iter().filter(|h| !h.what_if) {
+    for h in hops.filter(|h| !h.what_if) {
         if let Some(c) = h.conn {
             m.entry(c).or_default().push(h);
         }
@@ -94,7 +99,18 @@ fn check_connection(s: &Scenario, conn: &[&Hop]) {
     }
     let out: Vec<_> = conn.iter().filter(|h| h.leg == Leg::Out && h.from != h.to).map(|h| (h.from, h.to)).collect();
     let back: Vec<_> = conn.iter().filter(|h| h.leg == Leg::Back && h.from != h.to).map(|h| (h.to, h.from)).collect();
-    let answered = conn.last().is_some_and(|h| h.leg == Leg::Back && h.from != h.to && conn.first().is_some_and(|f| f.from == h.to));
+    // A hop from an actor to itself is a drop, loopback on the client's
+    // machine, or the client's conntrack handing the reply to its socket.
+    for (i, h) in conn.iter().enumerate().filter(|(_, h)| h.from == h.to && h.dropped.is_none()) {
+        let client = conn.first().map(|f| f.from);
+        assert_eq!(Some(h.from), client, "{}: a packet stays on one machine only on the client's: {h:?}", s.id);
+        if let Some(p) = h.packet.as_ref().filter(|p| !p.rewrites.is_empty()) {
+            assert!(i + 1 == conn.len() && h.leg == Leg::Back && p.by_conntrack && p.decided_on == Some(h.from), "{}: only the client's conntrack rewrites a packet it keeps: {h:?}", s.id);
+        }
+    }
+    let moving: Vec<&&Hop> = conn.iter().filter(|h| h.from != h.to).collect();
+    let delivered = conn.last().is_some_and(|h| h.dropped.is_none());
+    let answered = delivered && moving.last().is_some_and(|h| h.leg == Leg::Back && moving.first().is_some_and(|f| f.from == h.to));
     if answered {
         let mut rev = back.clone();
         rev.reverse();
@@ -128,6 +144,8 @@ fn check_routes(s: &Scenario, l: &Layout) {
         for h in st.hops.iter().filter(|h| h.from != h.to) {
             let route = l.hop_route(h);
             assert!(route.len() >= 2, "{}: no route for {h:?}", s.id);
+            let canvas = Rect { x: 0.0, y: 0.0, w: l.width, h: l.height };
+            assert!(route.iter().all(|p| canvas.contains(*p)), "{}: route {:?} leaves the canvas: {route:?}", s.id, h.caption);
             let (from, to) = (l.target(h.from).expect("from box"), l.target(h.to).expect("to box"));
             assert!(side_of(&from, route[0]).is_some(), "{}: route {:?} starts off its box {from:?}", s.id, h.caption);
             let end = *route.last().unwrap();
@@ -179,10 +197,41 @@ fn check_boxes(s: &Scenario, l: &Layout) {
     }
 }
 
+/// ARP: an answer follows a question about the same address from the
+/// same machine and goes back to it, and once it is answered, that
+/// machine's packets to the address go to the node of whoever answered.
+fn check_arp(s: &Scenario) {
+    use kubehops_core::sim::ArpOp;
+    // (asker, address) → the node the answer names.
+    let mut learned: Vec<(ActorId, std::net::Ipv4Addr, ActorId)> = Vec::new();
+    for st in &s.steps {
+        for (i, h) in st.hops.iter().enumerate() {
+            if let Some(a) = &h.arp {
+                assert!(h.packet.is_none() && h.conn.is_none() && h.kind == kubehops_core::sim::HopKind::Dns, "{}: an ARP hop is a frame, not a packet: {h:?}", s.id);
+                if a.op == ArpOp::Reply {
+                    let asked = st.hops[..i].iter().any(|q| q.arp.as_ref().is_some_and(|r| r.op == ArpOp::Request && r.target_ip == a.sender_ip && r.sender_ip == a.target_ip) && q.from == h.to);
+                    assert!(asked && h.leg == Leg::Back, "{}: an is-at answers a who-has of the machine it goes to: {h:?}", s.id);
+                    let node = s.actor(h.from).map(|x| if x.kind.is_pod() { x.parent.unwrap_or(x.id) } else { x.id });
+                    learned.push((h.to, a.sender_ip, node.expect("responder")));
+                } else {
+                    assert_eq!(h.leg, Leg::Out, "{}: a who-has goes out", s.id);
+                }
+                continue;
+            }
+            let Some(p) = &h.packet else { continue };
+            if let Some((_, _, node)) = learned.iter().find(|(asker, ip, _)| *asker == h.from && *ip == p.after.dst.ip) {
+                assert_eq!(h.to, *node, "{}: a packet to {} goes where ARP said: {h:?}", s.id, p.after.dst.ip);
+            }
+        }
+    }
+}
+
 #[test]
 fn every_scenario_and_parameter_combination_obeys_the_model_and_draws_cleanly() {
     let all = all_scenarios();
-    let mut layouts: BTreeMap<String, Layout> = BTreeMap::new();
+    // One layout per scenario and set of actors: parameters may move a
+    // Pod to another node.
+    let mut layouts: Vec<(String, Vec<kubehops_core::sim::Actor>, Layout)> = Vec::new();
     let mut hops = 0;
     for s in &all {
         assert!(!s.steps.is_empty(), "{} has steps", s.id);
@@ -191,12 +240,18 @@ fn every_scenario_and_parameter_combination_obeys_the_model_and_draws_cleanly() 
             for h in &st.hops {
                 check_rewrites(s, h);
             }
-            for conn in connections(&st.hops).values() {
-                check_connection(s, conn);
-            }
             hops += st.hops.len();
         }
-        let l = layouts.entry(s.id.clone()).or_insert_with(|| Layout::new(&s.actors));
+        for conn in connections(s.steps.iter().flat_map(|st| st.hops.iter())).values() {
+            check_connection(s, conn);
+        }
+        check_arp(s);
+        let known = layouts.iter().position(|(id, actors, _)| *id == s.id && *actors == s.actors);
+        let i = known.unwrap_or_else(|| {
+            layouts.push((s.id.clone(), s.actors.clone(), Layout::new(&s.actors)));
+            layouts.len() - 1
+        });
+        let l = &layouts[i].2;
         check_boxes(s, l);
         check_routes(s, l);
     }

@@ -194,6 +194,45 @@ fn ports(svc: &Service) -> String {
         .join(",")
 }
 
+/// The warning the API server sends with every read of v1 Endpoints
+/// (Kubernetes 1.33 and later); kubectl prints it on stderr.
+pub const ENDPOINTS_DEPRECATED: &str = "Warning: v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice";
+
+/// The rows of `kubectl get endpoints`, header first: one per Service that
+/// has an Endpoints object (one with a selector), with its AGE.
+///
+/// The ENDPOINTS cell is kubectl's `formatEndpoints`: the ready addresses
+/// of the slice (sorted by address, as the Endpoints controller sorts
+/// them) with each port, port by port; at most three, then `+ N more...`.
+/// A Service whose Pods are all not ready has a subset with no ready
+/// address, which prints as an empty cell; one with no Pods at all has no
+/// subset: `<none>`.
+pub fn endpoints_table(services: &[(&Service, Option<&crate::api::EndpointSlice>, String)]) -> Vec<Vec<String>> {
+    let mut rows = vec![vec!["NAME".to_string(), "ENDPOINTS".into(), "AGE".into()]];
+    for (svc, slice, age) in services {
+        rows.push(vec![svc.name.clone(), endpoints_cell(*slice), age.clone()]);
+    }
+    rows
+}
+
+fn endpoints_cell(slice: Option<&crate::api::EndpointSlice>) -> String {
+    let Some(slice) = slice.filter(|s| !s.endpoints.is_empty()) else { return "<none>".into() };
+    let mut ready: Vec<std::net::Ipv4Addr> = slice.endpoints.iter().filter(|e| e.ready).map(|e| e.ip).collect();
+    ready.sort();
+    const MAX: usize = 3;
+    let (mut list, mut count) = (Vec::new(), 0);
+    for port in &slice.ports {
+        count += ready.len();
+        list.extend(ready.iter().take(MAX.saturating_sub(list.len())).map(|ip| format!("{ip}:{}", port.port)));
+    }
+    let shown = list.join(",");
+    if count > MAX {
+        format!("{shown} + {} more...", count - MAX)
+    } else {
+        shown
+    }
+}
+
 /// Kubernetes' short age format (`45s`, `3m20s`, `17m`, `5h10m`, `3d4h`).
 pub fn human_duration(secs: u64) -> String {
     let (m, h) = (secs / 60, secs / 3600);
@@ -231,6 +270,38 @@ pub fn human_duration(secs: u64) -> String {
 }
 
 #[cfg(test)]
+mod endpoints_tests {
+    use super::*;
+    use crate::api::{Endpoint, EndpointPort, EndpointSlice, ServiceSpec};
+    use crate::net::{ip, Protocol};
+
+    fn slice(ready: &[(u8, bool)], ports: &[u16]) -> EndpointSlice {
+        EndpointSlice {
+            name: "booking-abcde".into(),
+            namespace: "apollo-airlines-apps".into(),
+            service_name: "booking".into(),
+            endpoints: ready.iter().map(|(d, r)| Endpoint { ip: ip(10, 244, 1, *d), node_name: "w".into(), ready: *r, serving: *r, terminating: false, target_ref: String::new(), hostname: None }).collect(),
+            ports: ports.iter().map(|p| EndpointPort { name: None, protocol: Protocol::Tcp, port: *p }).collect(),
+        }
+    }
+
+    #[test]
+    fn endpoints_print_as_kubectl_prints_them() {
+        let svc = Service { name: "booking".into(), namespace: "apollo-airlines-apps".into(), annotations: Default::default(), spec: ServiceSpec::default(), status: Default::default(), created: None };
+        let cell = |s: Option<&EndpointSlice>| endpoints_table(&[(&svc, s, "5m".into())])[1][1].clone();
+        assert_eq!(cell(Some(&slice(&[(6, true), (5, true)], &[8082]))), "10.244.1.5:8082,10.244.1.6:8082");
+        assert_eq!(cell(Some(&slice(&[(5, true), (6, true), (7, true), (8, true), (9, false)], &[8082]))), "10.244.1.5:8082,10.244.1.6:8082,10.244.1.7:8082 + 1 more...");
+        // Two ports count every address twice.
+        assert_eq!(cell(Some(&slice(&[(5, true), (6, true)], &[80, 443]))), "10.244.1.5:80,10.244.1.6:80,10.244.1.5:443 + 1 more...");
+        assert_eq!(cell(Some(&slice(&[(5, false)], &[8082]))), "", "only not-ready addresses: an empty cell");
+        assert_eq!(cell(Some(&slice(&[], &[8082]))), "<none>");
+        assert_eq!(cell(None), "<none>");
+        let t = tabulate(&endpoints_table(&[(&svc, Some(&slice(&[(5, true)], &[8082])), "5m".into())]));
+        assert_eq!(t, "NAME      ENDPOINTS         AGE\nbooking   10.244.1.5:8082   5m\n");
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::api::{LoadBalancerIngress, ServicePort, ServiceSpec, IpMode};
@@ -240,6 +311,7 @@ mod tests {
         Service {
             name: "web".into(),
             namespace: "default".into(),
+            annotations: Default::default(),
             spec: ServiceSpec {
                 type_: t,
                 selector: [("app".into(), "web".into())].into(),

@@ -142,6 +142,10 @@ pub struct ServiceSpec {
     pub health_check_node_port: Option<u16>,
     /// For type ExternalName: the DNS name CoreDNS answers with a CNAME.
     pub external_name: Option<String>,
+    /// `spec.loadBalancerIP`: an address asked of the load-balancer
+    /// controller (deprecated upstream, still read by MetalLB).
+    #[serde(rename = "loadBalancerIP", default)]
+    pub load_balancer_ip: Option<Ipv4Addr>,
     /// `allocateLoadBalancerNodePorts`; unset means true. When false, a
     /// LoadBalancer gets node ports only where the manifest names them.
     pub allocate_load_balancer_node_ports: Option<bool>,
@@ -204,6 +208,10 @@ pub struct ServiceStatus {
 pub struct Service {
     pub name: String,
     pub namespace: String,
+    /// `metadata.annotations`: read by controllers (MetalLB's
+    /// `metallb.io/loadBalancerIPs`), not by the API server or kube-proxy.
+    #[serde(default)]
+    pub annotations: Labels,
     pub spec: ServiceSpec,
     pub status: ServiceStatus,
     /// `metadata.creationTimestamp`, in seconds since the Unix epoch.

@@ -987,6 +987,7 @@ mod stored_service_tests {
         Service {
             name: name.into(),
             namespace: "default".into(),
+            annotations: Default::default(),
             spec: ServiceSpec {
                 type_,
                 ports: vec![ServicePort { name: None, protocol: Protocol::Tcp, port: 80, target_port: 8080, node_port: None }],

@@ -47,6 +47,12 @@ pub enum Match {
     Destination { cidr: Cidr, negate: bool },
     /// `--dport N` (follows a protocol match).
     DestinationPort(u16),
+    /// `-i NAME`, or `! -i NAME`: the interface the packet came in on
+    /// (none for a packet the machine sends itself). Docker writes these;
+    /// kube-proxy does not.
+    InInterface { name: String, negate: bool },
+    /// `-o NAME`, or `! -o NAME`: the interface routing sends it out of.
+    OutInterface { name: String, negate: bool },
     /// `-m addrtype --dst-type LOCAL`: the destination is an address of this node.
     DstTypeLocal { negate: bool },
     /// `-m mark --mark VALUE/MASK`.
@@ -185,6 +191,12 @@ impl Rule {
                 Match::DestinationPort(p) => {
                     let _ = write!(s, " --dport {p}");
                 }
+                Match::InInterface { name, negate } => {
+                    let _ = write!(s, "{} -i {name}", neg(*negate));
+                }
+                Match::OutInterface { name, negate } => {
+                    let _ = write!(s, "{} -o {name}", neg(*negate));
+                }
                 Match::Probability(p) => {
                     let _ = write!(s, " -m statistic --mode random --probability {p:.10}");
                 }
@@ -239,13 +251,24 @@ impl Rule {
                 let _ = write!(s, "{} -d {cidr}", neg(*negate));
             }
         }
+        // Interfaces come after the addresses and before the protocol.
+        for m in &self.matches {
+            if let Match::InInterface { name, negate } = m {
+                let _ = write!(s, "{} -i {name}", neg(*negate));
+            }
+        }
+        for m in &self.matches {
+            if let Match::OutInterface { name, negate } = m {
+                let _ = write!(s, "{} -o {name}", neg(*negate));
+            }
+        }
         let dport = self.matches.iter().find_map(|m| if let Match::DestinationPort(p) = m { Some(*p) } else { None });
         if let Some(p) = self.matches.iter().find_map(|m| if let Match::Protocol(p) = m { Some(*p) } else { None }) {
             let _ = write!(s, " -p {}", p.lower());
         }
         for m in &self.matches {
             match m {
-                Match::Source { .. } | Match::Destination { .. } | Match::DestinationPort(_) => {}
+                Match::Source { .. } | Match::Destination { .. } | Match::DestinationPort(_) | Match::InInterface { .. } | Match::OutInterface { .. } => {}
                 Match::DstTypeLocal { .. } | Match::SrcTypeLocal { .. } | Match::Mark { .. } | Match::CtState { .. } => shared_module(m, &mut s),
                 Match::Comment(c) => {
                     let _ = write!(s, " -m comment --comment {}", save_string(c));

@@ -805,7 +805,7 @@ mod tests {
         use crate::api::ServiceSpec;
         let port = ServicePort { name: Some("p80".into()), protocol: crate::net::Protocol::Tcp, port: 80, target_port: 80, node_port: None };
         let spec = ServiceSpec { ports: vec![port], cluster_ip: Some(ip.into()), ..Default::default() };
-        Service { name: name.into(), namespace: "ns".into(), spec, status: Default::default(), created: None }
+        Service { name: name.into(), namespace: "ns".into(), annotations: Default::default(), spec, status: Default::default(), created: None }
     }
 
     fn slice(name: &str, ip: [u8; 4], ready: bool) -> EndpointSlice {

@@ -73,6 +73,15 @@ pub struct NodeContext {
     pub ct_dnat: bool,
     /// `-m recent` lists: list name → remembered source addresses.
     pub recent: BTreeMap<String, BTreeSet<Ipv4Addr>>,
+    /// The interface the packet arrived on; `None` for one the machine
+    /// sends itself (so `! -i NAME` matches it).
+    pub in_iface: Option<String>,
+    /// The interface routing sends the packet out of, for `-o`. Set by
+    /// [`traverse`] from `routes` once the nat table has had its say.
+    pub out_iface: Option<String>,
+    /// The machine's routes as (destination, interface), most specific
+    /// match wins. Empty for a node whose rules never name interfaces.
+    pub routes: Vec<(crate::net::Cidr, String)>,
 }
 
 impl NodeContext {
@@ -211,6 +220,8 @@ fn fixed_matches(matches: &[Match], pkt: &Packet, mark: u32, ctx: &NodeContext) 
             Match::Source { cidr, negate } => cidr.contains(pkt.src.ip) != *negate,
             Match::Destination { cidr, negate } => cidr.contains(pkt.dst.ip) != *negate,
             Match::DestinationPort(p) => pkt.dst.port == *p,
+            Match::InInterface { name, negate } => (ctx.in_iface.as_deref() == Some(name.as_str())) != *negate,
+            Match::OutInterface { name, negate } => (ctx.out_iface.as_deref() == Some(name.as_str())) != *negate,
             Match::DstTypeLocal { negate } => ctx.local_addrs.contains(&pkt.dst.ip) != *negate,
             Match::Mark { value, mask, negate } => (mark & mask == *value) != *negate,
             Match::Probability(p) => {
@@ -372,6 +383,10 @@ pub fn traverse(filter: &Table, nat: &Table, entry: Entry, pkt: &Packet, ctx: &N
         routed.dst = to;
         ctx2.ct_dnat = true;
     }
+    // Routing picks the way out after DNAT, as the kernel does.
+    if let Some(iface) = out_interface(&ctx.routes, routed.dst.ip) {
+        ctx2.out_iface = Some(iface);
+    }
     let filter_hook = match entry {
         Entry::Local => "OUTPUT",
         Entry::Arriving if ctx.local_addrs.contains(&routed.dst.ip) => "INPUT",
@@ -381,6 +396,11 @@ pub fn traverse(filter: &Table, nat: &Table, entry: Entry, pkt: &Packet, ctx: &N
     let post = (!matches!(filter_walk.verdict, Verdict::Drop | Verdict::Reject) && filter_hook != "INPUT")
         .then(|| walk(nat, "POSTROUTING", &routed, filter_walk.mark, &ctx2, dice));
     Traversal { nat: nat_walk, routed, filter_hook: filter_hook.into(), filter: filter_walk, post }
+}
+
+/// The interface of the most specific route to `dst`.
+pub fn out_interface(routes: &[(crate::net::Cidr, String)], dst: Ipv4Addr) -> Option<String> {
+    routes.iter().filter(|(c, _)| c.contains(dst)).max_by_key(|(c, _)| c.prefix).map(|(_, i)| i.clone())
 }
 
 #[cfg(test)]

@@ -591,7 +591,7 @@ mod tests {
     }
 
     fn svc(name: &str, ns: &str, spec: ServiceSpec) -> Service {
-        Service { name: name.into(), namespace: ns.into(), spec, status: Default::default(), created: None }
+        Service { name: name.into(), namespace: ns.into(), annotations: Default::default(), spec, status: Default::default(), created: None }
     }
 
     fn ep(a: Ipv4Addr, ready: bool) -> Endpoint {

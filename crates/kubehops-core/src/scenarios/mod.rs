@@ -15,6 +15,7 @@
 //! Architecture Invariant: `build` is a pure function of the parameters.
 //! The same parameters give the same scenario, hop for hop.
 
+pub mod local_lab;
 pub mod nodeport_loadbalancer;
 pub mod params;
 pub mod service_types;
@@ -40,7 +41,7 @@ pub struct Entry {
 }
 
 /// Every scenario the core can build, in the order the app lists them.
-pub const REGISTRY: &[Entry] = &[nodeport_loadbalancer::ENTRY, service_types::ENTRY];
+pub const REGISTRY: &[Entry] = &[nodeport_loadbalancer::ENTRY, service_types::ENTRY, local_lab::ENTRY];
 
 pub fn entry(id: &str) -> Option<&'static Entry> {
     REGISTRY.iter().find(|e| e.id == id)
@@ -61,6 +62,9 @@ pub fn build_default(id: &str) -> Option<Scenario> {
 }
 
 /// The manifest of a step: file name, lines, and which lines changed.
+/// A file may hold several objects separated by `---` (an IPAddressPool
+/// and its L2Advertisement). For a file the step does not apply but
+/// points at (`kind-config.yaml`), `changed` marks the lines that matter.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
     /// The file a user would apply (`web.yaml`).
@@ -68,6 +72,23 @@ pub struct Manifest {
     pub lines: Vec<String>,
     /// Indexes into `lines` of the lines this step changed.
     pub changed: Vec<usize>,
+}
+
+/// One command a user would run against the real cluster to see what a
+/// step did, with what the model predicts it prints at the end of the
+/// step, in the tool's own format.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// The command line, as it would be typed (and copied).
+    pub command: String,
+    /// What it is for, in a few words.
+    pub purpose: String,
+    pub stdout: String,
+    /// What the tool writes on stderr (kubectl's notices and warnings).
+    pub stderr: String,
+    /// kubectl's table as cells, when the output is one, so a panel can
+    /// pick a cell (EXTERNAL-IP) without reading the text.
+    pub table: Option<crate::sim::KubectlTable>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -78,6 +99,10 @@ pub struct Step {
     pub hops: Vec<Hop>,
     /// `views[0]` is the state before the first hop; `views[i + 1]` after hop `i`.
     pub views: Vec<View>,
+    /// Commands to check the step against a real cluster, with their
+    /// predicted output; empty where a scenario offers none.
+    #[serde(default)]
+    pub evidence: Vec<Evidence>,
 }
 
 /// A preset of parameters, one click away, with its own narration.
@@ -170,8 +195,17 @@ impl Recorder {
         } else {
             self.manifest.changed.clear();
         }
-        self.steps.push(Step { title: title.into(), narration: String::new(), manifest: self.manifest.clone(), hops, views });
+        self.steps.push(Step { title: title.into(), narration: String::new(), manifest: self.manifest.clone(), hops, views, evidence: Vec::new() });
         self.steps.last_mut().expect("just pushed")
+    }
+
+    /// Shows another file from the last step on (one that is not a
+    /// Service, or one the step only points at).
+    pub fn set_manifest(&mut self, m: Manifest) {
+        if let Some(st) = self.steps.last_mut() {
+            st.manifest = m.clone();
+        }
+        self.manifest = Manifest { changed: Vec::new(), ..m };
     }
 }
 
@@ -181,6 +215,12 @@ pub fn manifest_yaml(svc: &Service) -> Vec<String> {
     if svc.namespace != "default" {
         y.push(format!("  namespace: {}", svc.namespace));
     }
+    if !svc.annotations.is_empty() {
+        y.push("  annotations:".into());
+        for (k, v) in &svc.annotations {
+            y.push(format!("    {k}: \"{v}\""));
+        }
+    }
     y.push("spec:".into());
     y.push(format!("  type: {}", svc.spec.type_.as_str()));
     if svc.spec.headless {
@@ -188,6 +228,9 @@ pub fn manifest_yaml(svc: &Service) -> Vec<String> {
     }
     if let Some(n) = &svc.spec.external_name {
         y.push(format!("  externalName: {n}"));
+    }
+    if let Some(ip) = svc.spec.load_balancer_ip {
+        y.push(format!("  loadBalancerIP: {ip}"));
     }
     if svc.spec.external_traffic_policy == crate::api::TrafficPolicy::Local {
         y.push("  externalTrafficPolicy: Local".into());

@@ -35,6 +35,7 @@ pub(crate) fn web_service(type_: ServiceType, node_port: Option<u16>) -> Service
     Service {
         name: "web".into(),
         namespace: "default".into(),
+        annotations: Default::default(),
         spec: ServiceSpec {
             type_,
             selector: [("app".to_string(), "web".to_string())].into(),
@@ -225,13 +226,14 @@ fn balancer_steps(w: &mut World, rec: &mut Recorder, seed: Option<u64>, lb_ip: s
         manifest: unchanged.clone(),
         hops: hops4,
         views: views4,
+        evidence: vec![],
     });
 
     let hops5: Vec<Hop> = rest.iter().map(|(h, _)| h.clone()).collect();
     let views5: Vec<View> = std::iter::once(first.last().map(|(_, v)| v.clone()).unwrap_or_else(|| w.view())).chain(rest.iter().map(|(_, v)| v.clone())).collect();
     let pick = hops5.iter().find_map(|h| h.packet.as_ref().filter(|p| !p.could_reach.is_empty()));
     let narration = narrate_pick(w, pick, &outcome, lb_ip);
-    rec.steps.push(super::Step { title: "Node-1 DNATs".into(), narration, manifest: unchanged, hops: hops5, views: views5 });
+    rec.steps.push(super::Step { title: "Node-1 DNATs".into(), narration, manifest: unchanged, hops: hops5, views: views5, evidence: vec![] });
 }
 
 fn narrate_pick(w: &World, pick: Option<&PacketHop>, outcome: &Outcome, lb_ip: std::net::Ipv4Addr) -> String {

@@ -143,6 +143,7 @@ fn api_service(tab: Tab, local: bool) -> Service {
     Service {
         name: "api".into(),
         namespace: "default".into(),
+        annotations: Default::default(),
         spec: ServiceSpec {
             type_,
             selector: [("app".to_string(), "api".to_string())].into(),
@@ -161,6 +162,7 @@ fn db_service() -> Service {
     Service {
         name: "db".into(),
         namespace: "default".into(),
+        annotations: Default::default(),
         spec: ServiceSpec { type_: ServiceType::ExternalName, external_name: Some(MYDB_NAME.into()), ..Default::default() },
         status: Default::default(),
         created: None,
@@ -173,6 +175,7 @@ fn kube_dns() -> Service {
     Service {
         name: "kube-dns".into(),
         namespace: "kube-system".into(),
+        annotations: Default::default(),
         spec: ServiceSpec {
             selector: [("k8s-app".to_string(), "kube-dns".to_string())].into(),
             ports: vec![port("dns", Protocol::Udp), port("dns-tcp", Protocol::Tcp)],

@@ -42,6 +42,9 @@ pub fn render_text(s: &Scenario) -> String {
             if let Some(r) = &h.dropped {
                 let _ = writeln!(out, "   dropped: {r:?}");
             }
+            if let Some(a) = &h.arp {
+                let _ = writeln!(out, "   arp on {}: {}", a.iface, a.summary());
+            }
             let Some(p) = &h.packet else { continue };
             if p.before != p.after {
                 let _ = writeln!(out, "   before {}", p.before);
@@ -63,11 +66,25 @@ pub fn render_text(s: &Scenario) -> String {
                 let _ = writeln!(out, "   could reach: {}", p.could_reach.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", "));
             }
         }
+        for e in &st.evidence {
+            let _ = writeln!(out, "evidence: {} ({})", e.command, e.purpose);
+            for l in e.stderr.lines().chain(e.stdout.lines()) {
+                let _ = writeln!(out, "  | {l}");
+            }
+        }
         if let Some(v) = st.views.last() {
             let _ = write!(out, "$ {}\n{}", v.kubectl.command, v.kubectl.render());
             for nv in &v.nodes {
                 for c in &nv.conntrack {
                     let _ = writeln!(out, "conntrack {}: {}", name(nv.node), c.text);
+                }
+            }
+            for hv in &v.hosts {
+                for c in &hv.conntrack {
+                    let _ = writeln!(out, "conntrack {}: {}", name(hv.host), c.text);
+                }
+                for n in &hv.neighbours {
+                    let _ = writeln!(out, "neighbour {}: {n}", name(hv.host));
                 }
             }
         }

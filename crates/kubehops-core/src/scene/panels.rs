@@ -98,6 +98,7 @@ fn rules_note(s: &Scenario, st: &Step, f: &Frame, node: ActorId, name: &str, ser
     let kind = match h.kind {
         HopKind::Reply => "reply",
         HopKind::ControlPlane => "message",
+        HopKind::Dns if h.arp.is_some() => "ARP frame",
         HopKind::Dns => "DNS packet",
         _ => "packet",
     };

@@ -43,12 +43,18 @@ pub enum ActorKind {
     Pod,
     /// A CoreDNS Pod: answers DNS for the cluster domain.
     CoreDns,
+    /// MetalLB's speaker on a node (a host-network Pod): answers ARP for
+    /// the addresses its node announces.
+    Speaker,
+    /// An L7 proxy Pod (Envoy): ends the client's connection, reads the
+    /// HTTP request and opens its own connection to a backend.
+    Gateway,
 }
 
 impl ActorKind {
     /// Pods of every sort run inside a node.
     pub fn is_pod(self) -> bool {
-        matches!(self, ActorKind::Pod | ActorKind::CoreDns)
+        matches!(self, ActorKind::Pod | ActorKind::CoreDns | ActorKind::Speaker | ActorKind::Gateway)
     }
 }
 

@@ -94,6 +94,40 @@ impl Payload {
     }
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ArpOp {
+    /// Broadcast: who has this address?
+    Request,
+    /// Unicast back: this address is at this Ethernet address.
+    Reply,
+}
+
+/// An ARP message on a bridge: address resolution before the first packet
+/// of a connection can leave, drawn with the DNS colour (it is a lookup,
+/// of an Ethernet address for an IP address).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArpFrame {
+    pub op: ArpOp,
+    /// The bridge it travels on.
+    pub iface: String,
+    pub sender_ip: Ipv4Addr,
+    pub sender_mac: crate::dataplane::docker::Mac,
+    /// The address asked about (request) or the asker (reply).
+    pub target_ip: Ipv4Addr,
+    pub target_mac: Option<crate::dataplane::docker::Mac>,
+}
+
+impl ArpFrame {
+    /// As tcpdump prints it: `Request who-has 172.18.0.50 tell 172.18.0.1`,
+    /// `Reply 172.18.0.50 is-at 02:42:ac:12:00:03`.
+    pub fn summary(&self) -> String {
+        match self.op {
+            ArpOp::Request => format!("Request who-has {} tell {}", self.target_ip, self.sender_ip),
+            ArpOp::Reply => format!("Reply {} is-at {}", self.sender_ip, self.sender_mac),
+        }
+    }
+}
+
 /// What happened to a packet on one hop.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PacketHop {
@@ -151,6 +185,8 @@ pub enum DropReason {
     Unresolved { name: String },
     /// The walk did not end (a loop in the rules).
     TooManyHops,
+    /// Nobody answered ARP for the address on the bridge it is on.
+    NoNeighbour { ip: Ipv4Addr, iface: String },
 }
 
 impl DropReason {
@@ -174,6 +210,9 @@ impl DropReason {
             DropReason::NoTargets => "The balancer has no healthy target to send to.".into(),
             DropReason::Unresolved { name } => format!("{name} does not resolve, so there is no address to send to."),
             DropReason::TooManyHops => "The packet went round in circles and was given up.".into(),
+            DropReason::NoNeighbour { ip, iface } => format!(
+                "Nobody on {iface} answers ARP for {ip}, so the kernel marks the neighbour FAILED and the connection fails with \"No route to host\"; the packet never leaves."
+            ),
         }
     }
 }
@@ -197,12 +236,15 @@ pub struct Hop {
     /// The connection a packet hop belongs to, numbered in the world: a
     /// connection's hops share it, whatever else happens in between.
     pub conn: Option<u32>,
+    /// Set on an ARP hop (which carries no IP packet).
+    #[serde(default)]
+    pub arp: Option<ArpFrame>,
 }
 
 impl Hop {
     /// A control-plane message: a watch event, an API call, a cloud call.
     pub fn message(from: ActorId, to: ActorId, caption: String, detail: String) -> Hop {
-        Hop { from, to, kind: HopKind::ControlPlane, leg: Leg::Out, what_if: false, caption, detail, packet: None, dropped: None, conn: None }
+        Hop { from, to, kind: HopKind::ControlPlane, leg: Leg::Out, what_if: false, caption, detail, packet: None, dropped: None, conn: None, arp: None }
     }
 
     /// A control-plane message that failed (a refused apply, a cloud out of addresses).

@@ -9,21 +9,25 @@
 //! each, with a [`View`] of the state after it.
 //!
 //! Architecture Invariant: packet decisions are made only by walking a
-//! node's rules ([`crate::dataplane::netfilter`]) or by its conntrack entry;
-//! the network outside the cluster only delivers to the owner of an
-//! address. See [`network`] for the walk.
+//! node's (or a host's) rules ([`crate::dataplane::netfilter`]) or by its
+//! conntrack entry; the network outside the cluster only delivers to the
+//! owner of an address, and a bridge to the owner ARP names. See
+//! [`network`] for the walk and [`lan`] for hosts, ARP and proxies.
 
 pub mod actor;
 pub mod hop;
+pub mod host;
+mod lan;
 mod network;
 mod outside;
 pub mod view;
 
 pub use actor::{Actor, ActorId, ActorKind, Actors, Zone};
-pub use hop::{DropReason, Field, Hop, HopKind, Leg, MatchedRule, PacketHop, Payload, Rewrite, RewriteKind, Unroutable};
+pub use hop::{ArpFrame, ArpOp, DropReason, Field, Hop, HopKind, Leg, MatchedRule, PacketHop, Payload, Rewrite, RewriteKind, Unroutable};
+pub use host::{HostNet, Neighbour, NeighbourState, Route};
 pub use network::{Dial, Outcome};
 pub use outside::{Internet, Site};
-pub use view::{BalancerView, ConntrackLine, KubectlTable, NodeView, RuleLine, RuleSummary, View};
+pub use view::{BalancerView, ConntrackLine, HostView, KubectlTable, NodeView, RuleLine, RuleSummary, View};
 
 use crate::api::server::{ApiError, ApiServer};
 use crate::api::{ObjectRef, Service, ServiceType};
@@ -49,12 +53,20 @@ pub struct World {
     pub lb: LbController,
     /// The network outside the cluster.
     pub internet: Internet,
+    /// Machines outside the cluster whose own rules decide their packets
+    /// (the laptop running Docker Engine).
+    pub hosts: Vec<HostNet>,
+    /// Envoy Gateway's Gateways and routes, which its proxy Pods follow.
+    pub gateway: crate::controllers::gateway::EnvoyGateway,
     /// The kube-dns Service's address, which every Pod's resolv.conf names.
     pub cluster_dns: Option<SockAddr>,
     /// The Pod network the network plugin keeps un-masqueraded; traffic
     /// from it to anywhere else leaves with the node's address. `None`: no
     /// such rule (nothing in the story leaves the cluster).
     pub egress_masquerade: Option<crate::net::Cidr>,
+    /// Which agent writes that masquerade (ip-masq-agent, kindnet).
+    #[serde(default)]
+    pub masq_agent: crate::dataplane::cni::MasqAgent,
     pub clock: u64,
     pub created: BTreeMap<ObjectRef, u64>,
     /// The Services whose rules and kubectl rows the views show.
@@ -78,8 +90,11 @@ impl World {
             conntrack: Vec::new(),
             lb,
             internet,
+            hosts: Vec::new(),
+            gateway: Default::default(),
             cluster_dns: None,
             egress_masquerade: None,
+            masq_agent: Default::default(),
             clock,
             created: BTreeMap::new(),
             focus: Vec::new(),
@@ -103,13 +118,45 @@ impl World {
             a.object = Some(ObjectRef::new("", &n.name));
             self.node_actors.push(self.actors.add(a));
         }
-        for p in &self.api.pods {
-            let kind = if p.labels.get("k8s-app").is_some_and(|v| v == "kube-dns") { ActorKind::CoreDns } else { ActorKind::Pod };
-            let mut a = Actor::component(kind, Zone::Cluster, &p.name, &format!("Pod {}", short_pod_name(&p.name)), &format!("{}:{}", p.ip, p.container_port)).at(p.ip);
-            a.parent = self.actors.node(&p.node_name);
-            a.object = Some(ObjectRef::new(&p.namespace, &p.name));
-            self.actors.add(a);
+        for p in self.api.pods.clone() {
+            self.add_pod_actor(&p);
         }
+    }
+
+    /// The actor of a Pod, inside its node; its kind from its labels.
+    fn add_pod_actor(&mut self, p: &crate::api::Pod) -> ActorId {
+        let label = |k: &str, v: &str| p.labels.get(k).is_some_and(|x| x == v);
+        let kind = if label("k8s-app", "kube-dns") {
+            ActorKind::CoreDns
+        } else if label("app.kubernetes.io/name", "envoy") && label("app.kubernetes.io/component", "proxy") {
+            ActorKind::Gateway
+        } else {
+            ActorKind::Pod
+        };
+        let short = if kind == ActorKind::Gateway { "Pod envoy".to_string() } else { format!("Pod {}", short_pod_name(&p.name)) };
+        let mut a = Actor::component(kind, Zone::Cluster, &p.name, &short, &format!("{}:{}", p.ip, p.container_port)).at(p.ip);
+        a.parent = self.actors.node(&p.node_name);
+        a.object = Some(ObjectRef::new(&p.namespace, &p.name));
+        self.actors.add(a)
+    }
+
+    /// A Pod that a controller creates during the story (the proxy of a
+    /// Gateway): stored, drawn in its node, and kube-proxy catches up.
+    pub fn add_pod(&mut self, p: crate::api::Pod) -> ActorId {
+        self.api.pods.push(p.clone());
+        let id = self.add_pod_actor(&p);
+        self.resync_proxies();
+        id
+    }
+
+    /// MetalLB's speaker on node `i`: a host-network Pod, so it has no
+    /// address of its own; it answers ARP on the node's interface.
+    pub fn add_speaker(&mut self, i: usize, pod_name: &str) -> Option<ActorId> {
+        let node = self.node_actor(i)?;
+        let mut a = Actor::component(ActorKind::Speaker, Zone::Cluster, pod_name, &format!("Pod {}", short_pod_name(pod_name)), "MetalLB speaker, host network");
+        a.parent = Some(node);
+        a.object = Some(ObjectRef::new("metallb-system", pod_name));
+        Some(self.actors.add(a))
     }
 
     pub fn add_actor(&mut self, a: Actor) -> ActorId {
@@ -136,7 +183,7 @@ impl World {
         let services: Vec<Service> = self.api.services().cloned().collect();
         let mut rules = sync_node(&self.api.nodes[node], &services, &self.api.endpoint_slices(), &self.proxy);
         if let Some(pods) = self.egress_masquerade {
-            crate::dataplane::cni::egress_masquerade(&mut rules.nat, pods);
+            crate::dataplane::cni::egress_masquerade_by(&mut rules.nat, pods, self.masq_agent);
         }
         rules
     }
@@ -165,6 +212,7 @@ impl World {
             Party::ApiServer => self.first(ActorKind::ApiServer),
             Party::Controller => self.first(ActorKind::Controller),
             Party::Balancer => self.first(ActorKind::LoadBalancer),
+            Party::Speaker { node } => self.node_actor(node).and_then(|n| self.speaker_on(n)),
         }
     }
 
@@ -204,7 +252,27 @@ impl World {
             .filter(|p| !p.ready)
             .filter_map(|p| self.actors.iter().find(|a| a.kind.is_pod() && a.object.as_ref().is_some_and(|o| o.namespace == p.namespace && o.name == p.name)).map(|a| a.id))
             .collect();
-        View { clock: self.clock, kubectl: self.kubectl_get_svc(), nodes, balancers, not_ready }
+        let hosts = self.hosts.iter().map(|h| self.host_view(h)).collect();
+        View { clock: self.clock, kubectl: self.kubectl_get_svc(), nodes, balancers, not_ready, hosts }
+    }
+
+    fn host_view(&self, h: &HostNet) -> HostView {
+        let iptables = h
+            .nat
+            .chains
+            .iter()
+            .flat_map(|c| (0..c.rules.len()).map(move |i| (c, i)))
+            .filter_map(|(c, i)| {
+                let r = crate::dataplane::iptables::RuleRef { table: h.nat.name, chain: c.name.clone(), index: i };
+                Some(RuleLine { line: h.line_of(&r)?, table: h.nat.name, chain: c.name.clone(), text: c.rules[i].render_kernel(&c.name), owner: None, purpose: None })
+            })
+            .collect();
+        HostView {
+            host: h.actor,
+            iptables,
+            conntrack: h.conntrack.entries.iter().map(|e| ConntrackLine { text: e.render(self.clock), original: e.original, state: e.state }).collect(),
+            neighbours: h.neighbours.iter().map(Neighbour::render).collect(),
+        }
     }
 
     /// `kubectl get svc` for the Services in focus, in focus order.
@@ -224,6 +292,40 @@ impl World {
             .collect::<String>();
         let rows = if found.is_empty() { Vec::new() } else { crate::api::kubectl::service_table(&found, self.clock, false) };
         KubectlTable { command, rows, notice: (!notice.is_empty()).then_some(notice) }
+    }
+
+    /// `kubectl get svc -n NS [-o wide]`: rows sorted by name, or kubectl's
+    /// notice when the namespace has none.
+    pub fn kubectl_get_svc_in(&self, namespace: &str, wide: bool) -> KubectlTable {
+        let command = format!("kubectl get svc -n {namespace}{}", if wide { " -o wide" } else { "" });
+        let found = self.services_in(namespace);
+        if found.is_empty() {
+            return KubectlTable { command, rows: Vec::new(), notice: Some(format!("No resources found in {namespace} namespace.\n")) };
+        }
+        let rows = crate::api::kubectl::service_table(&found, self.clock, wide);
+        KubectlTable { command, rows, notice: None }
+    }
+
+    /// `kubectl get endpoints -n NS`: the Endpoints of every Service with
+    /// a selector, sorted by name. (kubectl also prints
+    /// [`crate::api::kubectl::ENDPOINTS_DEPRECATED`] on stderr.)
+    pub fn kubectl_get_endpoints_in(&self, namespace: &str) -> KubectlTable {
+        let command = format!("kubectl get endpoints -n {namespace}");
+        let services: Vec<(&Service, u64)> = self.services_in(namespace).into_iter().filter(|(s, _)| !s.spec.selector.is_empty() && s.spec.type_ != ServiceType::ExternalName).collect();
+        if services.is_empty() {
+            return KubectlTable { command, rows: Vec::new(), notice: Some(format!("No resources found in {namespace} namespace.\n")) };
+        }
+        let slices: Vec<Option<crate::api::EndpointSlice>> = services.iter().map(|(s, _)| self.api.endpoint_slice(s)).collect();
+        let rows: Vec<(&Service, Option<&crate::api::EndpointSlice>, String)> =
+            services.iter().zip(&slices).map(|((s, created), sl)| (*s, sl.as_ref(), crate::api::kubectl::human_duration(self.clock.saturating_sub(*created)))).collect();
+        KubectlTable { command, rows: crate::api::kubectl::endpoints_table(&rows), notice: None }
+    }
+
+    /// The Services of a namespace by name, each with when it was created.
+    fn services_in(&self, namespace: &str) -> Vec<(&Service, u64)> {
+        let mut found: Vec<(&Service, u64)> = self.api.services().filter(|s| s.namespace == namespace).map(|s| (s, *self.created.get(&s.object_ref()).unwrap_or(&0))).collect();
+        found.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+        found
     }
 
     fn balancer_view(&self) -> BalancerView {
@@ -292,9 +394,50 @@ impl World {
         let what = if s.spec.headless { "clusterIP: None".to_string() } else { format!("type {}", s.spec.type_.as_str()) };
         self.push(Hop::message(laptop, api, format!("kubectl apply: {what}"), detail));
         self.resync_proxies();
-        let events = self.lb.services_changed(&self.api, self.clock);
+        let mut events = self.lb.services_changed(&mut self.api, self.clock);
+        events.extend(self.lb.unanswered(&s));
         self.record(events);
         Ok(s)
+    }
+
+    /// A controller (`from`) creates or updates a Service through the API
+    /// server (Envoy Gateway making the Service of a Gateway's proxy);
+    /// then kube-proxy and the load-balancer controller follow.
+    pub fn apply_from(&mut self, from: ActorId, svc: Service, caption: &str) -> Result<Service, ApiError> {
+        let Some(api) = self.first(ActorKind::ApiServer) else { return self.api.apply_service(svc) };
+        let result = self.api.apply_service(svc);
+        match &result {
+            Err(e) => self.push(Hop::failed_message(from, api, format!("{caption}: rejected"), format!("The API server refuses the change: {e}"))),
+            Ok(s) => {
+                self.created.entry(s.object_ref()).or_insert(self.clock);
+                let detail = format!("{} creates Service {}/{} of type {}; the API server gives it cluster IP {}.", self.actors.short(from), s.namespace, s.name, s.spec.type_.as_str(), s.spec.cluster_ip.map_or("None".into(), |i| i.to_string()));
+                self.push(Hop::message(from, api, caption.into(), detail));
+                self.resync_proxies();
+                let mut events = self.lb.services_changed(&mut self.api, self.clock);
+                events.extend(self.lb.unanswered(s));
+                self.record(events);
+            }
+        }
+        result
+    }
+
+    /// Records a message between two actors that changes nothing the
+    /// model tracks (a watch event a controller acts on next, a `kubectl
+    /// apply` of objects only a controller reads).
+    pub fn message(&mut self, from: ActorId, to: ActorId, caption: &str, detail: String) {
+        self.push(Hop::message(from, to, caption.into(), detail));
+    }
+
+    /// The same, for a request that is refused.
+    pub fn refused(&mut self, from: ActorId, to: ActorId, caption: &str, detail: String) {
+        self.push(Hop::failed_message(from, to, caption.into(), detail));
+    }
+
+    /// The load-balancer controller looks at every Service again (after its
+    /// own configuration changed), and kube-proxy follows.
+    pub fn reconcile_lb(&mut self) {
+        let events = self.lb.services_changed(&mut self.api, self.clock);
+        self.record(events);
     }
 
     /// `kubectl delete service`, then kube-proxy and the controllers catch up.
@@ -305,7 +448,7 @@ impl World {
             self.push(Hop::message(laptop, api, "kubectl delete service".into(), format!("The API server deletes Service {name} and frees its addresses.")));
         }
         self.resync_proxies();
-        let events = self.lb.services_changed(&self.api, self.clock);
+        let events = self.lb.services_changed(&mut self.api, self.clock);
         self.record(events);
         Some(svc)
     }
@@ -329,6 +472,8 @@ impl World {
             format!("Pod {name} {state}; kubelet on {} sets its Ready condition to {ready}, and the EndpointSlice controller marks the endpoint ready: {ready}.", self.actors.short(node)),
         ));
         self.resync_proxies();
+        let events = self.lb.endpoints_changed(&self.api);
+        self.record(events);
     }
 
     /// Lets `secs` seconds pass: controllers finish what they started.

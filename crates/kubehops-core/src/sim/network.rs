@@ -26,7 +26,7 @@ use std::net::Ipv4Addr;
 const MAX_HOPS: usize = 48;
 /// How deep a server may open connections of its own while answering
 /// (CoreDNS asking upstream).
-const MAX_NESTING: u8 = 2;
+pub(super) const MAX_NESTING: u8 = 2;
 
 /// One connection to open: who opens it, to where, carrying what.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -64,9 +64,13 @@ pub enum Outcome {
     Dropped { at: ActorId, reason: DropReason },
 }
 
-enum Step {
+pub(super) enum Step {
     /// The packet moves on to `to`.
     Next { to: ActorId, packet: PacketHop, caption: String, detail: String },
+    /// The reply is back at the client's machine, and its conntrack
+    /// rewrites it once more on the way to the client's socket: a last
+    /// hop from the machine to itself.
+    Deliver { packet: PacketHop, caption: String, detail: String },
     /// This actor is the server; its answer leaves for `to`.
     Answer { to: ActorId, packet: PacketHop, caption: String, detail: String },
     /// The reply is back at the client.
@@ -74,7 +78,7 @@ enum Step {
     Drop(DropReason),
 }
 
-fn next(to: ActorId, packet: PacketHop, caption: String, detail: String) -> Step {
+pub(super) fn next(to: ActorId, packet: PacketHop, caption: String, detail: String) -> Step {
     Step::Next { to, packet, caption, detail }
 }
 
@@ -86,7 +90,7 @@ fn hop_kind(payload: &Option<Payload>, leg: Leg) -> HopKind {
     }
 }
 
-fn packet_text(p: &Packet) -> String {
+pub(super) fn packet_text(p: &Packet) -> String {
     format!("{} → {}", p.src, p.dst)
 }
 
@@ -95,7 +99,7 @@ impl World {
     /// are decided by `dice`.
     pub fn dial(&mut self, d: Dial, dice: &mut dyn Dice) -> Outcome {
         let client = d.from;
-        let Some(client_ip) = self.actors.get(client).and_then(|a| a.ip) else {
+        let Some(client_ip) = self.host_of(client).and_then(|h| self.hosts[h].source_for(d.dst.ip)).or_else(|| self.actors.get(client).and_then(|a| a.ip)) else {
             return Outcome::Dropped { at: client, reason: DropReason::NoRoute { dst: d.dst.ip, why: Unroutable::Unknown } };
         };
         let conn = Some(u32::from(self.next_client_port));
@@ -109,16 +113,31 @@ impl World {
             match step {
                 Step::Next { to, packet, caption, detail } => {
                     (pkt, payload) = (packet.after, packet.payload.clone());
-                    self.push(Hop { from: at, to, kind: hop_kind(&payload, leg), leg, what_if: false, caption, detail, packet: Some(packet), dropped: None, conn });
+                    self.push(Hop { from: at, to, kind: hop_kind(&payload, leg), leg, what_if: false, caption, detail, packet: Some(packet), dropped: None, conn, arp: None });
                     at = to;
                 }
                 Step::Answer { to, packet, caption, detail } => {
                     leg = Leg::Back;
                     (pkt, payload) = (packet.after, packet.payload.clone());
-                    self.push(Hop { from: at, to, kind: hop_kind(&payload, leg), leg, what_if: false, caption, detail, packet: Some(packet), dropped: None, conn });
+                    self.push(Hop { from: at, to, kind: hop_kind(&payload, leg), leg, what_if: false, caption, detail, packet: Some(packet), dropped: None, conn, arp: None });
                     at = to;
                 }
-                Step::Arrived => return Outcome::Answered { server: pkt.src, payload },
+                Step::Deliver { packet, caption, detail } => {
+                    (pkt, payload) = (packet.after, packet.payload.clone());
+                    self.push(Hop { from: at, to: at, kind: hop_kind(&payload, leg), leg, what_if: false, caption, detail, packet: Some(packet), dropped: None, conn, arp: None });
+                    return Outcome::Answered { server: pkt.src, payload };
+                }
+                Step::Arrived => {
+                    // A host's conntrack saw the reply arrive: the view after
+                    // the last hop shows that.
+                    if self.host_of(client).is_some() {
+                        let v = self.view();
+                        if let Some(last) = self.trace.last_mut() {
+                            last.1 = v;
+                        }
+                    }
+                    return Outcome::Answered { server: pkt.src, payload };
+                }
                 Step::Drop(reason) => {
                     let detail = reason.describe(&self.actors);
                     let hop = Hop {
@@ -132,6 +151,7 @@ impl World {
                         packet: Some(PacketHop::plain(pkt, payload)),
                         dropped: Some(reason.clone()),
                         conn,
+                        arp: None,
                     };
                     self.push(hop);
                     return Outcome::Dropped { at, reason };
@@ -145,6 +165,9 @@ impl World {
     fn originate(&mut self, client: ActorId, pkt: &Packet, payload: &Option<Payload>, dice: &mut dyn Dice) -> Step {
         let Some(a) = self.actors.get(client).cloned() else { return Step::Drop(DropReason::TooManyHops) };
         let what = payload.as_ref().map_or_else(|| packet_text(pkt), |p| format!("{} ({})", packet_text(pkt), p.summary()));
+        if let Some(h) = self.host_of(client) {
+            return self.at_host(h, pkt, payload, Entry::Local, dice);
+        }
         match a.kind {
             ActorKind::Laptop | ActorKind::OutsideHost | ActorKind::Resolver => match self.outside_route(pkt.dst.ip) {
                 Ok(to) => {
@@ -176,11 +199,15 @@ impl World {
     /// A packet arrives at `at`.
     #[allow(clippy::too_many_arguments)]
     fn arrive(&mut self, at: ActorId, client: ActorId, leg: Leg, pkt: &Packet, payload: &Option<Payload>, d: &Dial, dice: &mut dyn Dice) -> Step {
+        if let Some(h) = self.host_of(at) {
+            return self.host_receive(h, at == client && leg == Leg::Back, pkt, payload, dice);
+        }
         if at == client && leg == Leg::Back {
             return Step::Arrived;
         }
         let Some(kind) = self.actors.get(at).map(|a| a.kind) else { return Step::Drop(DropReason::TooManyHops) };
         match kind {
+            ActorKind::Gateway => self.serve_gateway(at, pkt, payload, dice),
             ActorKind::Laptop | ActorKind::OutsideHost | ActorKind::Resolver => self.serve_outside(at, pkt, payload),
             ActorKind::LoadBalancer => self.at_balancer(pkt, payload, d.lb_target, d.delivery),
             ActorKind::Node => match self.node_index(at) {
@@ -474,7 +501,7 @@ fn request_host(payload: &Option<Payload>) -> String {
 }
 
 /// The caption and detail of a packet a node's rules passed on.
-fn node_caption(name: &str, to_name: &str, before: &Packet, after: &Packet, rewrites: &[Rewrite]) -> (String, String) {
+pub(super) fn node_caption(name: &str, to_name: &str, before: &Packet, after: &Packet, rewrites: &[Rewrite]) -> (String, String) {
     if rewrites.is_empty() {
         return (format!("forward → {to_name}"), format!("No rule of {name} rewrites {}; it is routed on to {to_name}.", packet_text(before)));
     }
@@ -495,7 +522,7 @@ fn node_caption(name: &str, to_name: &str, before: &Packet, after: &Packet, rewr
 }
 
 /// A source port in 1024–65535, stable for one node and connection.
-fn masquerade_port(node: usize, pkt: &Packet) -> u16 {
+pub(super) fn masquerade_port(node: usize, pkt: &Packet) -> u16 {
     let h = crate::hash::fnv1a(format!("{node}|{}|{}", pkt.src, pkt.dst).as_bytes());
     1024 + (h % 64512) as u16
 }
@@ -563,7 +590,7 @@ impl World {
     /// send to): a dropped hop on the client itself.
     pub fn give_up(&mut self, at: ActorId, reason: DropReason) -> Outcome {
         let detail = reason.describe(&self.actors);
-        self.push(Hop { from: at, to: at, kind: HopKind::Dropped, leg: Leg::Out, what_if: false, caption: "dropped".into(), detail, packet: None, dropped: Some(reason.clone()), conn: None });
+        self.push(Hop { from: at, to: at, kind: HopKind::Dropped, leg: Leg::Out, what_if: false, caption: "dropped".into(), detail, packet: None, dropped: Some(reason.clone()), conn: None, arp: None });
         Outcome::Dropped { at, reason }
     }
 }

@@ -114,6 +114,18 @@ impl KubectlTable {
     }
 }
 
+/// A host's panel: its nat table as Docker wrote it, its conntrack table
+/// and its neighbour table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostView {
+    pub host: ActorId,
+    /// Every line of its nat table, numbered as `iptables-save -t nat` prints it.
+    pub iptables: Vec<RuleLine>,
+    pub conntrack: Vec<ConntrackLine>,
+    /// `ip neigh show`, one line per entry.
+    pub neighbours: Vec<String>,
+}
+
 /// What the panels show at one moment.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct View {
@@ -125,11 +137,18 @@ pub struct View {
     pub balancers: Vec<(ActorId, BalancerView)>,
     /// The Pods whose Ready condition is false.
     pub not_ready: Vec<ActorId>,
+    /// One per host with a network stack of its own.
+    #[serde(default)]
+    pub hosts: Vec<HostView>,
 }
 
 impl View {
     pub fn node(&self, id: ActorId) -> Option<&NodeView> {
         self.nodes.iter().find(|n| n.node == id)
+    }
+
+    pub fn host(&self, id: ActorId) -> Option<&HostView> {
+        self.hosts.iter().find(|h| h.host == id)
     }
 
     pub fn balancer(&self, id: ActorId) -> BalancerView {
