@@ -267,7 +267,9 @@ pub enum Entry {
 }
 
 /// A new connection's first packet through one node: the nat table before
-/// routing, the filter table, and nat POSTROUTING.
+/// routing, the filter table, and nat POSTROUTING; for a packet the node
+/// sends to one of its own addresses, also the filter INPUT chain it meets
+/// when it comes back in over loopback.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Traversal {
     pub nat: Walk,
@@ -278,21 +280,27 @@ pub struct Traversal {
     pub filter: Walk,
     /// `None` when the filter table dropped or rejected the packet.
     pub post: Option<Walk>,
+    /// A locally sent packet to a local address, after POSTROUTING: the
+    /// filter INPUT walk of its delivery. (nat does not run again: the
+    /// connection's NAT was set in OUTPUT and POSTROUTING.)
+    #[serde(default)]
+    pub input: Option<Walk>,
 }
 
 impl Traversal {
-    /// DROP or REJECT from either table.
+    /// DROP or REJECT from any table or hook.
     pub fn refused(&self) -> Option<&Verdict> {
-        [&self.nat.verdict, &self.filter.verdict].into_iter().find(|v| matches!(v, Verdict::Drop | Verdict::Reject))
+        let input = self.input.as_ref().map(|w| &w.verdict);
+        [Some(&self.nat.verdict), Some(&self.filter.verdict), input].into_iter().flatten().find(|v| matches!(v, Verdict::Drop | Verdict::Reject))
     }
 
     pub fn masquerade(&self) -> bool {
         self.post.as_ref().is_some_and(|p| p.verdict == Verdict::Masquerade)
     }
 
-    /// Every rule that matched, table by table, in order.
+    /// Every rule that matched, in the order the packet met them.
     pub fn matched(&self) -> impl Iterator<Item = &RuleRef> {
-        self.nat.matched.iter().chain(&self.filter.matched).chain(self.post.iter().flat_map(|p| p.matched.iter()))
+        self.nat.matched.iter().chain(&self.filter.matched).chain(self.post.iter().flat_map(|p| p.matched.iter())).chain(self.input.iter().flat_map(|w| w.matched.iter()))
     }
 }
 
@@ -315,5 +323,10 @@ pub fn traverse(filter: &Table, nat: &Table, entry: Entry, pkt: &Packet, ctx: &N
     let filter_walk = walk(filter, filter_hook, &routed, nat_walk.mark, &ctx2, dice);
     let post = (!matches!(filter_walk.verdict, Verdict::Drop | Verdict::Reject) && filter_hook != "INPUT")
         .then(|| walk(nat, "POSTROUTING", &routed, filter_walk.mark, &ctx2, dice));
-    Traversal { nat: nat_walk, routed, filter_hook: filter_hook.into(), filter: filter_walk, post }
+    // Sent to itself, the packet loops back and is delivered through INPUT.
+    let input = match &post {
+        Some(p) if entry == Entry::Local && ctx.local_addrs.contains(&routed.dst.ip) => Some(walk(filter, "INPUT", &routed, p.mark, &ctx2, dice)),
+        _ => None,
+    };
+    Traversal { nat: nat_walk, routed, filter_hook: filter_hook.into(), filter: filter_walk, post, input }
 }

@@ -216,6 +216,9 @@ pub fn no_endpoints_reject() -> Case {
         packets: vec![
             ("pod to cluster IP is rejected", POD, sa([172, 30, 0, 41], 80), false, TraceVerdict::Reject),
             ("outside to the node port is rejected", OUTSIDE, sa([192, 168, 0, 2], 3001), false, TraceVerdict::Reject),
+            // Sent to itself, the packet comes back in through INPUT, where
+            // KUBE-EXTERNAL-SERVICES rejects it.
+            ("the node to its own node port is rejected on the way in", ip(192, 168, 0, 2), sa([192, 168, 0, 2], 3001), true, TraceVerdict::Reject),
         ],
     }
 }
