@@ -11,8 +11,13 @@
 //! - the source that endpoint saw must be the client's own address when
 //!   the model does not masquerade, and the node's address on the way
 //!   out when it does (any port: `--random-fully` picks it);
-//! - REJECT must refuse the connection, DROP must let it time out, and a
-//!   health check node port must be answered by the node itself.
+//! - REJECT must refuse the connection (a UDP sender on the node itself
+//!   hears EPERM instead), DROP must let it time out, and a health check
+//!   node port must be answered by the node itself;
+//! - a DNAT to a Pod on another node without masquerade, for an outside
+//!   client, cannot be answered: the Pod's reply goes straight back with
+//!   its own address as source, and the client drops it. The harness
+//!   then reads where the kernel sent the connection from conntrack.
 //!
 //! For the decision as a whole:
 //!
@@ -24,7 +29,10 @@
 //!   counted at least that often, and no filter rule counted that no walk
 //!   of the connection's packets, first or later, could match;
 //! - each node's conntrack entry for the connection has the model's
-//!   original and reply tuples and state; a refused connection has none.
+//!   original and reply tuples, state and timeout; a connection refused
+//!   before it left the node has none (one the node sent itself and
+//!   refused on the way back in was confirmed on the way out, and stays
+//!   unreplied).
 
 use crate::decisions::{Decision, Mode, Source};
 use crate::kernel::{self, Counters, KernelEntry};
@@ -43,6 +51,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 #[derive(Default)]
 pub struct Report {
     pub decisions: usize,
+    /// Decisions the kernel disagreed on (each has a line in `failures`).
+    pub failed: usize,
     pub connections: usize,
     /// Decisions that checked session affinity.
     pub sticky: usize,
@@ -78,6 +88,7 @@ pub struct Tried {
 pub fn run_decision(topo: &Topology, d: &Decision, report: &mut Report) {
     report.decisions += 1;
     if let Err(e) = decide(topo, d, report) {
+        report.failed += 1;
         report.failures.push(format!("{} / {} on {}: {e}", topo.plan.name, d.what, d.node));
     }
 }
@@ -365,12 +376,12 @@ fn expectations(topo: &Topology, n: usize, entry: Entry, tries: &[Tried]) -> Vec
 /// Reads every node's counters and connections and compares them.
 pub fn compare_kernel(topo: &Topology, n: usize, entry: Entry, tries: &[Tried]) -> Result<(), String> {
     let expects = expectations(topo, n, entry, tries);
+    let states = topo.read()?;
     let mut problems = Vec::new();
     for (i, e) in expects.iter().enumerate() {
-        let counters = kernel::counters(&topo.nodes[i], topo.backend)?;
-        problems.extend(compare_counters(topo, i, e, &counters));
+        problems.extend(compare_counters(topo, i, e, &states[i].counters));
     }
-    let tables: Vec<Vec<KernelEntry>> = topo.nodes.iter().map(kernel::conntrack).collect::<Result<_, _>>()?;
+    let tables: Vec<Vec<KernelEntry>> = states.into_iter().map(|s| s.conntrack).collect();
     for tr in tries {
         problems.extend(compare_conntrack(topo, n, tr, &tables));
     }

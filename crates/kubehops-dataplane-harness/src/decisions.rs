@@ -126,9 +126,11 @@ pub fn systematic(spec: &ClusterSpec) -> Vec<Decision> {
                     let what = format!("{}: {what}", svc.port_name(port));
                     out.push(Decision { what, node: node.name.clone(), source, src, proto: port.protocol, dst, want: None, mode });
                 };
-                // Under session affinity there is nothing to split: the
-                // decision becomes a check that the client sticks.
-                let pod_mode = Mode::Split;
+                // One split per Service port (on the first node) is enough
+                // to hold the kernel's picks to the model's probabilities;
+                // under session affinity it becomes a check that the
+                // client sticks.
+                let pod_mode = if n == 0 { Mode::Split } else { Mode::Explore };
                 let cip = SockAddr::new(svc.spec.cluster_ip.unwrap_or(Ipv4Addr::UNSPECIFIED), port.port);
                 if let Some(p) = pod {
                     d(format!("a Pod to the cluster IP {cip}"), Source::Pod, p, cip, pod_mode);
@@ -203,4 +205,37 @@ pub fn from_case(node: &str, what: &str, src: Ipv4Addr, dst: SockAddr, from_node
         Source::Outside
     };
     Decision { what: format!("golden: {what}"), node: node.to_string(), source, src, proto: Protocol::Tcp, dst, want: Some(want), mode: Mode::Explore }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources;
+
+    fn golden(name: &str) -> sources::Cluster {
+        sources::golden_cases().into_iter().find(|c| c.spec.name.ends_with(name)).expect("case exists")
+    }
+
+    #[test]
+    fn source_ranges_get_a_source_inside_and_one_outside() {
+        let c = golden("kube-proxy/load-balancer");
+        let to_ranged: Vec<&Decision> = c.decisions.iter().filter(|d| d.dst == SockAddr::new(ip(5, 6, 7, 8), 80) && d.source == Source::Outside).collect();
+        let srcs: BTreeSet<Ipv4Addr> = to_ranged.iter().map(|d| d.src).collect();
+        // The golden's own two, and the harness's inside (203.0.113.9, the
+        // same as the golden's) and outside (the first free 198.51.100.x).
+        assert!(srcs.contains(&ip(203, 0, 113, 9)) && srcs.contains(&ip(198, 51, 100, 1)), "{srcs:?}");
+        let ranges: Vec<Cidr> = vec!["203.0.113.0/25".parse().unwrap(), "192.168.0.0/24".parse().unwrap()];
+        assert!(srcs.iter().any(|s| !ranges.iter().any(|r| r.contains(*s))), "one source outside every range");
+    }
+
+    #[test]
+    fn every_rule_kind_has_a_decision() {
+        let c = golden("kube-proxy/external-traffic-policy-local");
+        let has = |what: &str| c.decisions.iter().any(|d| d.what.contains(what));
+        for what in ["health check node port", "load balancer IP", "external IP", "node port", "localhost node port", "cluster IP", "hairpin"] {
+            assert!(has(what), "no decision for {what}");
+        }
+        assert!(c.decisions.iter().all(|d| d.node == "test-node"));
+        assert_eq!(c.decisions.len(), dedup(c.decisions.clone()).len(), "no decision twice");
+    }
 }

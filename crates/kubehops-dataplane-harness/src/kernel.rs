@@ -143,9 +143,21 @@ pub fn reset(ns: &Netns, backend: Backend) -> Result<(), String> {
 /// Packet counts of every rule, by table and chain, in rule order.
 pub type Counters = std::collections::HashMap<(TableName, String), Vec<u64>>;
 
-/// Reads every rule's packet count from `iptables-save -c`.
-pub fn counters(ns: &Netns, backend: Backend) -> Result<Counters, String> {
-    parse_counters(&ns.exec(&backend.tool("-save"), &["-c"], None)?)
+/// What a node's kernel shows after a decision: every rule's packet count
+/// (`iptables-save -c`) and its connection table (`conntrack -L`), read
+/// in one go.
+pub struct NodeState {
+    pub counters: Counters,
+    pub conntrack: Vec<KernelEntry>,
+}
+
+const STATE_MARK: &str = "@@@ conntrack";
+
+pub fn read(ns: &Netns, backend: Backend) -> Result<NodeState, String> {
+    let script = format!("{} -c && echo '{STATE_MARK}' && conntrack -L 2>/dev/null", backend.tool("-save"));
+    let out = ns.exec("sh", &["-c", &script], None)?;
+    let (save, table) = out.split_once(STATE_MARK).ok_or_else(|| format!("{}: no conntrack table in {out:?}", ns.name()))?;
+    Ok(NodeState { counters: parse_counters(save)?, conntrack: table.lines().filter_map(parse_entry).collect() })
 }
 
 fn table_name(name: &str) -> Option<TableName> {

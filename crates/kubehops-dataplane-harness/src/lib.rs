@@ -96,6 +96,24 @@ pub fn replay(plan: Plan, backend: Backend, decisions: &[decisions::Decision], r
                 check::run_decision(&topo, d, report);
             }
         }
-        Err(e) => report.failures.push(format!("{name}: cannot build the cluster with iptables-{}: {e}", backend.name())),
+        Err(e) => {
+            // None of its decisions could be checked: each counts as failed.
+            report.decisions += decisions.len();
+            report.failed += decisions.len();
+            report.failures.push(format!("{name}: cannot build the cluster with iptables-{}: {e}", backend.name()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_changed_root_state_is_shown_line_by_line() {
+        let before = "1: lo\n2: eth0 inet 192.0.2.2/24\ndefault via 192.0.2.1 dev eth0\n";
+        assert!(state_diff(before, before).is_empty());
+        let after = "1: lo\n2: eth0 inet 192.0.2.2/24\n3: khh1-x\ndefault via 10.0.0.1 dev eth0\n";
+        assert_eq!(state_diff(before, after), ["- default via 192.0.2.1 dev eth0", "+ 3: khh1-x", "+ default via 10.0.0.1 dev eth0"]);
     }
 }

@@ -14,7 +14,7 @@ use kubehops_dataplane_harness::{cannot_run, netns, replay, root_state, scenario
 use std::process::ExitCode;
 use std::time::Instant;
 
-const NAME: &str = "dataplane harness";
+const NAME: &str = "dataplane-harness";
 const USAGE: &str = "usage: kubehops-dataplane-harness [--backend nft|legacy|both] [--only TEXT] [--list]";
 
 struct Options {
@@ -101,7 +101,11 @@ fn run(o: &Options) -> Result<ExitCode, String> {
         for c in &clusters {
             match Plan::new(&c.spec, &c.decisions) {
                 Ok(plan) => replay(plan, backend, &c.decisions, &mut report),
-                Err(e) => report.failures.push(e),
+                Err(e) => {
+                    report.decisions += c.decisions.len();
+                    report.failed += c.decisions.len();
+                    report.failures.push(e);
+                }
             }
         }
         for s in &scenarios {
@@ -115,12 +119,16 @@ fn run(o: &Options) -> Result<ExitCode, String> {
             t.elapsed().as_secs_f64()
         );
     }
+    // Two checks of the run itself, besides its decisions.
+    let mut safety_failed = 0;
     let leftover = netns::named(&netns::run_prefix());
     if !leftover.is_empty() {
+        safety_failed += 1;
         report.failures.push(format!("namespaces left behind: {}", leftover.join(", ")));
     }
     let diff = state_diff(&before, &root_state()?);
     if !diff.is_empty() {
+        safety_failed += 1;
         report.failures.push(format!("the root namespace changed:\n    {}", diff.join("\n    ")));
     }
     for s in &report.splits {
@@ -130,7 +138,7 @@ fn run(o: &Options) -> Result<ExitCode, String> {
         println!("{NAME}: FAILED: {f}");
     }
     let secs = start.elapsed().as_secs_f64();
-    let passed = report.decisions.saturating_sub(report.failures.len());
+    let passed = report.decisions.saturating_sub(report.failed);
     println!(
         "{NAME}: {} decisions checked against the kernel ({} connections, {} random splits, {} session affinity checks, {} answers lost on an asymmetric path as the model says, backends {}), root namespace unchanged: {}, in {secs:.1} s",
         report.decisions,
@@ -141,6 +149,6 @@ fn run(o: &Options) -> Result<ExitCode, String> {
         o.backends.iter().map(|b| b.name()).collect::<Vec<_>>().join(" and "),
         if diff.is_empty() { "yes" } else { "NO" },
     );
-    println!("{NAME}: {passed} passed, {} failed", report.failures.len());
+    println!("{NAME}: {passed} passed, {} failed", report.failed + safety_failed);
     Ok(if report.failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

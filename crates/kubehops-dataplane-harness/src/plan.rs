@@ -203,3 +203,45 @@ pub fn health_ports(services: &[Service]) -> Vec<u16> {
     out.dedup();
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources;
+
+    fn cluster(name: &str) -> sources::Cluster {
+        let all = sources::golden_cases().into_iter().chain(sources::fixtures().expect("fixtures load"));
+        all.into_iter().find(|c| c.spec.name.ends_with(name)).expect("cluster exists")
+    }
+
+    #[test]
+    fn endpoints_without_a_node_object_get_a_node_of_their_own() {
+        let c = cluster("kube-proxy/cluster-ip");
+        let plan = Plan::new(&c.spec, &c.decisions).unwrap();
+        let names: Vec<&str> = plan.nodes.iter().map(|n| n.node.name.as_str()).collect();
+        assert_eq!(names, ["test-node", "other"]);
+        assert!(plan.nodes[1].implicit && plan.nodes[1].node.internal_ip == ip(100, 64, 0, 1));
+        let pod = |a| plan.pods[plan.pod_of(a).unwrap()].node;
+        assert_eq!((pod(ip(10, 180, 0, 1)), pod(ip(10, 180, 0, 2))), (0, 1), "each endpoint on the node it names");
+        // No Pod range: the gateway is link-local, masquerade uses the InternalIP.
+        assert!(plan.nodes[0].gateway_link_scope);
+        assert_eq!(plan.masquerade_source(0, ip(10, 180, 0, 1)), ip(192, 168, 0, 2));
+        // The golden's Pod source is a client Pod on the node.
+        assert_eq!(plan.pod_of(ip(10, 0, 0, 5)).map(|j| plan.pods[j].node), Some(0));
+    }
+
+    #[test]
+    fn a_pod_range_gives_the_gateway_masquerade_uses_towards_local_pods() {
+        let c = cluster("CLI fixtures/cluster");
+        let plan = Plan::new(&c.spec, &c.decisions).unwrap();
+        let n1 = plan.node_index("node-1").unwrap();
+        assert_eq!((plan.nodes[n1].gateway, plan.nodes[n1].gateway_link_scope), (ip(10, 244, 1, 1), false));
+        assert_eq!(plan.masquerade_source(n1, ip(10, 244, 1, 5)), ip(10, 244, 1, 1), "a Pod on node-1");
+        assert_eq!(plan.masquerade_source(n1, ip(10, 244, 3, 9)), ip(10, 0, 0, 11), "a Pod on node-3");
+        // shop is an externalTrafficPolicy: Local balancer: every node serves its health check port.
+        assert!(plan.nodes.iter().all(|n| !n.health_ports.is_empty()));
+        // Every Pod listens on its endpoint port.
+        let web = plan.pod_of(ip(10, 244, 3, 9)).unwrap();
+        assert_eq!(plan.pods[web].listen, [(Protocol::Tcp, 8080)]);
+    }
+}

@@ -223,6 +223,11 @@ impl Topology {
         Ok(())
     }
 
+    /// Every node's counters and connections.
+    pub fn read(&self) -> Result<Vec<kernel::NodeState>, String> {
+        self.nodes.iter().map(|ns| kernel::read(ns, self.backend)).collect()
+    }
+
     /// The node, if any, whose Pod holds `addr`.
     pub fn node_of_pod(&self, addr: SockAddr) -> Option<usize> {
         self.plan.pod_of(addr.ip).map(|j| self.plan.pods[j].node)

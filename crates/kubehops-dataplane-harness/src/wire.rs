@@ -24,7 +24,7 @@ use std::time::Duration;
 /// How long a probe waits for a connection, and for an answer on an open
 /// one. Below TCP's first SYN retransmission (1 s), so a dropped
 /// connection is one packet.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(700);
+pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long a server waits between checks of its stop flag.
 const POLL: Duration = Duration::from_millis(2);
