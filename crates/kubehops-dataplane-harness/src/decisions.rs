@@ -152,6 +152,9 @@ pub fn systematic(spec: &ClusterSpec) -> Vec<Decision> {
                     d(format!("the node to its node port {at}"), Source::Node, node.internal_ip, at, Mode::Explore);
                     let lo = SockAddr::new(Ipv4Addr::LOCALHOST, np);
                     d(format!("the node to the localhost node port {lo}"), Source::Node, Ipv4Addr::LOCALHOST, lo, Mode::Explore);
+                    // Every address of 127.0.0.0/8 is the node's own.
+                    let lo2 = SockAddr::new(ip(127, 0, 0, 2), np);
+                    d(format!("the node to the node port on another loopback address {lo2}"), Source::Node, Ipv4Addr::LOCALHOST, lo2, Mode::Explore);
                     if let Some(p) = pod {
                         d(format!("a Pod to the node port {at}"), Source::Pod, p, at, Mode::Explore);
                     }

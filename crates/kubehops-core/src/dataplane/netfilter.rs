@@ -78,6 +78,13 @@ impl NodeContext {
     pub fn new(local_addrs: Vec<Ipv4Addr>) -> NodeContext {
         NodeContext { local_addrs, ct_new: true, ..Default::default() }
     }
+
+    /// Whether `ip` is an address of this node, as the kernel's local
+    /// routing table says: one of its addresses, or any of 127.0.0.0/8
+    /// (the loopback route covers the whole block, not just 127.0.0.1).
+    pub fn is_local(&self, ip: Ipv4Addr) -> bool {
+        ip.is_loopback() || self.local_addrs.contains(&ip)
+    }
 }
 
 /// How the walk ended.
@@ -185,7 +192,7 @@ fn rule_matches(matches: &[Match], pkt: &Packet, mark: u32, ctx: &NodeContext, d
             Match::Source { cidr, negate } => cidr.contains(pkt.src.ip) != *negate,
             Match::Destination { cidr, negate } => cidr.contains(pkt.dst.ip) != *negate,
             Match::DestinationPort(p) => pkt.dst.port == *p,
-            Match::DstTypeLocal { negate } => ctx.local_addrs.contains(&pkt.dst.ip) != *negate,
+            Match::DstTypeLocal { negate } => ctx.is_local(pkt.dst.ip) != *negate,
             Match::Mark { value, mask, negate } => (mark & mask == *value) != *negate,
             Match::Probability(p) => {
                 probability = Some(*p);
@@ -201,7 +208,7 @@ fn rule_matches(matches: &[Match], pkt: &Packet, mark: u32, ctx: &NodeContext, d
                 };
                 states.iter().any(has) != *negate
             }
-            Match::SrcTypeLocal { negate } => ctx.local_addrs.contains(&pkt.src.ip) != *negate,
+            Match::SrcTypeLocal { negate } => ctx.is_local(pkt.src.ip) != *negate,
             Match::RecentSet { .. } => true,
             // Counting a packet never stops it.
             Match::Nfacct(_) => true,
@@ -317,7 +324,7 @@ pub fn traverse(filter: &Table, nat: &Table, entry: Entry, pkt: &Packet, ctx: &N
     }
     let filter_hook = match entry {
         Entry::Local => "OUTPUT",
-        Entry::Arriving if ctx.local_addrs.contains(&routed.dst.ip) => "INPUT",
+        Entry::Arriving if ctx.is_local(routed.dst.ip) => "INPUT",
         Entry::Arriving => "FORWARD",
     };
     let filter_walk = walk(filter, filter_hook, &routed, nat_walk.mark, &ctx2, dice);
@@ -325,7 +332,7 @@ pub fn traverse(filter: &Table, nat: &Table, entry: Entry, pkt: &Packet, ctx: &N
         .then(|| walk(nat, "POSTROUTING", &routed, filter_walk.mark, &ctx2, dice));
     // Sent to itself, the packet loops back and is delivered through INPUT.
     let input = match &post {
-        Some(p) if entry == Entry::Local && ctx.local_addrs.contains(&routed.dst.ip) => Some(walk(filter, "INPUT", &routed, p.mark, &ctx2, dice)),
+        Some(p) if entry == Entry::Local && ctx.is_local(routed.dst.ip) => Some(walk(filter, "INPUT", &routed, p.mark, &ctx2, dice)),
         _ => None,
     };
     Traversal { nat: nat_walk, routed, filter_hook: filter_hook.into(), filter: filter_walk, post, input }

@@ -40,7 +40,8 @@ pub struct TraceResult {
 }
 
 /// The addresses `-m addrtype LOCAL` sees on a node: its InternalIP, the
-/// gateway of its Pod range, and loopback.
+/// gateway of its Pod range, and loopback (all of 127.0.0.0/8 counts: see
+/// `NodeContext::is_local`).
 pub fn node_addresses(node: &Node) -> Vec<Ipv4Addr> {
     let mut a = vec![node.internal_ip];
     if let Some(gw) = node.pod_cidr.and_then(|c| c.nth(1)) {
