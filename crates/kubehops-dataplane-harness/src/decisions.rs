@@ -177,6 +177,7 @@ pub fn systematic(spec: &ClusterSpec) -> Vec<Decision> {
                         if let Some(p) = pod {
                             d(format!("a Pod to the load balancer IP {at}"), Source::Pod, p, at, Mode::Explore);
                         }
+                        d(format!("the node to the load balancer IP {at}"), Source::Node, node.internal_ip, at, Mode::Explore);
                     }
                 }
                 for ext in &svc.spec.external_ips {
