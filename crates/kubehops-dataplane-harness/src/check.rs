@@ -513,7 +513,7 @@ fn check_split(topo: &Topology, d: &Decision, tries: &[Tried], probs: &BTreeMap<
     let x2 = stats::chi_square(&counts, &p);
     let crit = stats::critical(p.len() - 1);
     let shown: Vec<String> = probs.keys().zip(&counts).zip(&p).map(|((t, c), p)| format!("{t} {c} (p={p:.3})")).collect();
-    let line = format!("{} / {} on {}: {} connections: {}; chi-square {x2:.2} < {crit:.2}", topo.plan.name, d.what, d.node, tries.len(), shown.join(", "));
+    let line = format!("{} / {} on {} (iptables-{}): {} connections: {}; chi-square {x2:.2} < {crit:.2}", topo.plan.name, d.what, d.node, topo.backend.name(), tries.len(), shown.join(", "));
     if x2 < crit {
         Ok(line)
     } else {

@@ -117,7 +117,12 @@ pub mod adapter {
     /// replay checks every matched rule line against the rebuilt rules,
     /// so a world that drifted from the scenario's cannot pass.
     fn from_walkthrough(w: &Walkthrough) -> Result<Vec<ScenarioReplay>, String> {
-        let mut world = scenarios::nodeport_cluster();
+        // The cluster each walkthrough starts from; a new one must be named
+        // here rather than replayed on the wrong cluster.
+        let mut world = match w.id.as_str() {
+            "nodeport-loadbalancer" => scenarios::nodeport_cluster(),
+            other => return Err(format!("the harness does not know the cluster walkthrough {other} starts from")),
+        };
         let mut states = vec![ScenarioReplay { spec: spec_of(format!("walkthrough {}, before step 1", w.id), &world), connections: Vec::new() }];
         // The connection under way, and a what-if one beside it.
         let (mut main, mut what_if): (Option<Connection>, Option<Connection>) = (None, None);
