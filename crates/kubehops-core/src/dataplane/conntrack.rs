@@ -19,7 +19,14 @@ pub struct Tuple {
 pub enum ConntrackState {
     /// Only the first direction has been seen.
     Unreplied,
-    /// Both directions have been seen.
+    /// Both directions have been seen, but the kernel does not count the
+    /// flow as assured yet: a UDP flow after its first answer. It becomes
+    /// [`ConntrackState::Assured`] (a "stream") when a packet comes more
+    /// than two seconds after the flow began.
+    Replied,
+    /// Both directions have been seen and the entry is assured: a TCP
+    /// connection once answered (the model's request and reply stand for
+    /// the handshake), or a UDP stream.
     Assured,
 }
 
@@ -32,6 +39,9 @@ pub struct ConntrackEntry {
     /// When a packet last refreshed the entry (model seconds): its timeout
     /// counts down from there.
     pub seen_at: u64,
+    /// When the first packet created it (model seconds).
+    #[serde(default)]
+    pub started_at: u64,
 }
 
 impl ConntrackEntry {
@@ -45,21 +55,30 @@ impl ConntrackEntry {
         self.reply.dst != self.original.src
     }
 
+    /// How long the entry lives after its last packet, in seconds: the
+    /// kernel's timeout for its state (TCP SYN_SENT 120; ESTABLISHED
+    /// 86400, which kube-proxy sets; UDP 30 until it is a stream, then 120).
+    pub fn timeout(&self) -> u64 {
+        match (self.proto, self.state) {
+            (Protocol::Tcp, ConntrackState::Unreplied) => 120,
+            (Protocol::Tcp, _) => 86400,
+            (_, ConntrackState::Unreplied | ConntrackState::Replied) => 30,
+            (_, ConntrackState::Assured) => 120,
+        }
+    }
+
     /// The entry as `conntrack -L` prints it at model time `now`: the
-    /// second column is the seconds left before the entry expires
-    /// (kube-proxy sets 86400 for established TCP).
+    /// second column is the seconds left before the entry expires.
     pub fn render(&self, now: u64) -> String {
-        let (state, full, flag): (&str, u64, &str) = match (self.proto, self.state) {
-            (Protocol::Tcp, ConntrackState::Unreplied) => ("SYN_SENT ", 120, " [UNREPLIED]"),
-            (Protocol::Tcp, ConntrackState::Assured) => ("ESTABLISHED ", 86400, " [ASSURED]"),
-            (_, ConntrackState::Unreplied) => ("", 30, " [UNREPLIED]"),
-            // One exchange each way (a DNS query and its answer) has seen a
-            // reply but is not yet a stream: the kernel keeps the short
-            // timeout and does not mark it assured.
-            (_, ConntrackState::Assured) => ("", 30, ""),
+        let (state, flag): (&str, &str) = match (self.proto, self.state) {
+            (Protocol::Tcp, ConntrackState::Unreplied) => ("SYN_SENT ", " [UNREPLIED]"),
+            (Protocol::Tcp, _) => ("ESTABLISHED ", " [ASSURED]"),
+            (_, ConntrackState::Unreplied) => ("", " [UNREPLIED]"),
+            (_, ConntrackState::Replied) => ("", ""),
+            (_, ConntrackState::Assured) => ("", " [ASSURED]"),
         };
         // The kernel shows the time left, rounded down: one second less at once.
-        let timeout = full.saturating_sub(1).saturating_sub(now.saturating_sub(self.seen_at));
+        let timeout = self.timeout().saturating_sub(1).saturating_sub(now.saturating_sub(self.seen_at));
         let (o, r) = (self.original, self.reply);
         let (a, b) = if self.state == ConntrackState::Unreplied { (flag, "") } else { ("", flag) };
         format!(
@@ -120,20 +139,29 @@ impl ConntrackTable {
             reply: Tuple { src: after.dst, dst: after.src },
             state: ConntrackState::Unreplied,
             seen_at: now,
+            started_at: now,
         });
         self.entries.len() - 1
     }
 
     /// Rewrites a packet of a tracked connection as the entry says: a
     /// packet in the original direction gets the same NAT again; a reply
-    /// gets it undone. Marks the entry assured on a reply.
+    /// gets it undone. A reply makes a TCP entry assured and a UDP entry
+    /// replied; a later packet of a replied UDP flow, more than two
+    /// seconds after it began, makes it a stream (assured), as the
+    /// kernel's UDP tracker does.
     pub fn translate(&mut self, i: usize, dir: Direction, pkt: &Packet, now: u64) -> Packet {
         let Some(e) = self.entries.get_mut(i) else { return *pkt };
         e.seen_at = now;
+        if e.state == ConntrackState::Replied && now.saturating_sub(e.started_at) > 2 {
+            e.state = ConntrackState::Assured;
+        }
         match dir {
             Direction::Original => Packet { proto: pkt.proto, src: e.reply.dst, dst: e.reply.src },
             Direction::Reply => {
-                e.state = ConntrackState::Assured;
+                if e.state == ConntrackState::Unreplied {
+                    e.state = if e.proto == Protocol::Tcp { ConntrackState::Assured } else { ConntrackState::Replied };
+                }
                 Packet { proto: pkt.proto, src: e.original.dst, dst: e.original.src }
             }
         }
@@ -167,5 +195,24 @@ mod tests {
         assert!(ct.entries[i].render(141).starts_with("tcp      6 86359 ESTABLISHED"));
         let other = Packet::new(Protocol::Udp, before.src, before.dst);
         assert_eq!(ct.lookup(&other), None, "protocol is part of the key");
+    }
+
+    #[test]
+    fn a_udp_flow_is_assured_only_as_a_stream() {
+        // As a real kernel shows it (conntrack -L after one DNS-like
+        // exchange, then after another packet 2.5 s later).
+        let mut ct = ConntrackTable::default();
+        let q = Packet::new(Protocol::Udp, SockAddr::new(ip(10, 77, 0, 1), 40000), SockAddr::new(ip(10, 77, 0, 2), 5353));
+        let i = ct.insert(&q, &q, 10);
+        assert_eq!(ct.entries[i].render(10), "udp      17 29 src=10.77.0.1 dst=10.77.0.2 sport=40000 dport=5353 [UNREPLIED] src=10.77.0.2 dst=10.77.0.1 sport=5353 dport=40000 mark=0 use=1");
+        ct.translate(i, Direction::Reply, &q.reversed(), 10);
+        assert_eq!(ct.entries[i].state, ConntrackState::Replied, "answered, not assured");
+        assert_eq!(ct.entries[i].render(10), "udp      17 29 src=10.77.0.1 dst=10.77.0.2 sport=40000 dport=5353 src=10.77.0.2 dst=10.77.0.1 sport=5353 dport=40000 mark=0 use=1");
+        // Within two seconds of its start the flow stays replied.
+        ct.translate(i, Direction::Original, &q, 12);
+        assert_eq!(ct.entries[i].state, ConntrackState::Replied);
+        ct.translate(i, Direction::Original, &q, 13);
+        assert_eq!(ct.entries[i].state, ConntrackState::Assured);
+        assert_eq!(ct.entries[i].render(13), "udp      17 119 src=10.77.0.1 dst=10.77.0.2 sport=40000 dport=5353 src=10.77.0.2 dst=10.77.0.1 sport=5353 dport=40000 [ASSURED] mark=0 use=1");
     }
 }

@@ -88,6 +88,13 @@ impl NodeContext {
     pub fn new(local_addrs: Vec<Ipv4Addr>) -> NodeContext {
         NodeContext { local_addrs, ct_new: true, ..Default::default() }
     }
+
+    /// Whether `ip` is an address of this node, as the kernel's local
+    /// routing table says: one of its addresses, or any of 127.0.0.0/8
+    /// (the loopback route covers the whole block, not just 127.0.0.1).
+    pub fn is_local(&self, ip: Ipv4Addr) -> bool {
+        ip.is_loopback() || self.local_addrs.contains(&ip)
+    }
 }
 
 /// How the walk ended.
@@ -222,7 +229,7 @@ fn fixed_matches(matches: &[Match], pkt: &Packet, mark: u32, ctx: &NodeContext) 
             Match::DestinationPort(p) => pkt.dst.port == *p,
             Match::InInterface { name, negate } => (ctx.in_iface.as_deref() == Some(name.as_str())) != *negate,
             Match::OutInterface { name, negate } => (ctx.out_iface.as_deref() == Some(name.as_str())) != *negate,
-            Match::DstTypeLocal { negate } => ctx.local_addrs.contains(&pkt.dst.ip) != *negate,
+            Match::DstTypeLocal { negate } => ctx.is_local(pkt.dst.ip) != *negate,
             Match::Mark { value, mask, negate } => (mark & mask == *value) != *negate,
             Match::Probability(p) => {
                 probability = Some(*p);
@@ -238,7 +245,7 @@ fn fixed_matches(matches: &[Match], pkt: &Packet, mark: u32, ctx: &NodeContext) 
                 };
                 states.iter().any(has) != *negate
             }
-            Match::SrcTypeLocal { negate } => ctx.local_addrs.contains(&pkt.src.ip) != *negate,
+            Match::SrcTypeLocal { negate } => ctx.is_local(pkt.src.ip) != *negate,
             Match::RecentSet { .. } => true,
             // Counting a packet never stops it.
             Match::Nfacct(_) => true,
@@ -343,7 +350,9 @@ pub enum Entry {
 }
 
 /// A new connection's first packet through one node: the nat table before
-/// routing, the filter table, and nat POSTROUTING.
+/// routing, the filter table, and nat POSTROUTING; for a packet the node
+/// sends to one of its own addresses, also the filter INPUT chain it meets
+/// when it comes back in over loopback.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Traversal {
     pub nat: Walk,
@@ -354,21 +363,27 @@ pub struct Traversal {
     pub filter: Walk,
     /// `None` when the filter table dropped or rejected the packet.
     pub post: Option<Walk>,
+    /// A locally sent packet to a local address, after POSTROUTING: the
+    /// filter INPUT walk of its delivery. (nat does not run again: the
+    /// connection's NAT was set in OUTPUT and POSTROUTING.)
+    #[serde(default)]
+    pub input: Option<Walk>,
 }
 
 impl Traversal {
-    /// DROP or REJECT from either table.
+    /// DROP or REJECT from any table or hook.
     pub fn refused(&self) -> Option<&Verdict> {
-        [&self.nat.verdict, &self.filter.verdict].into_iter().find(|v| matches!(v, Verdict::Drop | Verdict::Reject))
+        let input = self.input.as_ref().map(|w| &w.verdict);
+        [Some(&self.nat.verdict), Some(&self.filter.verdict), input].into_iter().flatten().find(|v| matches!(v, Verdict::Drop | Verdict::Reject))
     }
 
     pub fn masquerade(&self) -> bool {
         self.post.as_ref().is_some_and(|p| p.verdict == Verdict::Masquerade)
     }
 
-    /// Every rule that matched, table by table, in order.
+    /// Every rule that matched, in the order the packet met them.
     pub fn matched(&self) -> impl Iterator<Item = &RuleRef> {
-        self.nat.matched.iter().chain(&self.filter.matched).chain(self.post.iter().flat_map(|p| p.matched.iter()))
+        self.nat.matched.iter().chain(&self.filter.matched).chain(self.post.iter().flat_map(|p| p.matched.iter())).chain(self.input.iter().flat_map(|w| w.matched.iter()))
     }
 }
 
@@ -389,13 +404,18 @@ pub fn traverse(filter: &Table, nat: &Table, entry: Entry, pkt: &Packet, ctx: &N
     }
     let filter_hook = match entry {
         Entry::Local => "OUTPUT",
-        Entry::Arriving if ctx.local_addrs.contains(&routed.dst.ip) => "INPUT",
+        Entry::Arriving if ctx.is_local(routed.dst.ip) => "INPUT",
         Entry::Arriving => "FORWARD",
     };
     let filter_walk = walk(filter, filter_hook, &routed, nat_walk.mark, &ctx2, dice);
     let post = (!matches!(filter_walk.verdict, Verdict::Drop | Verdict::Reject) && filter_hook != "INPUT")
         .then(|| walk(nat, "POSTROUTING", &routed, filter_walk.mark, &ctx2, dice));
-    Traversal { nat: nat_walk, routed, filter_hook: filter_hook.into(), filter: filter_walk, post }
+    // Sent to itself, the packet loops back and is delivered through INPUT.
+    let input = match &post {
+        Some(p) if entry == Entry::Local && ctx.is_local(routed.dst.ip) => Some(walk(filter, "INPUT", &routed, p.mark, &ctx2, dice)),
+        _ => None,
+    };
+    Traversal { nat: nat_walk, routed, filter_hook: filter_hook.into(), filter: filter_walk, post, input }
 }
 
 /// The interface of the most specific route to `dst`.

@@ -1,9 +1,10 @@
 //! Tracing one packet through one node's rules, as `kubehops trace` reports it.
 //!
 //! The trace runs the packet through the nat table (PREROUTING, or OUTPUT
-//! for a packet the node sends itself), the filter hook it takes, and nat
-//! POSTROUTING, then lists every rule that matched and every endpoint the
-//! random matches could have led to.
+//! for a packet the node sends itself), the filter hook it takes, nat
+//! POSTROUTING and, for a packet the node sends to one of its own
+//! addresses, filter INPUT on the way back in; then it lists every rule
+//! that matched and every endpoint the random matches could have led to.
 
 use crate::api::Node;
 use crate::dataplane::iptables::{TableName, Target};
@@ -42,7 +43,8 @@ pub struct TraceResult {
 }
 
 /// The addresses `-m addrtype LOCAL` sees on a node: its InternalIP, the
-/// gateway of its Pod range, and loopback.
+/// gateway of its Pod range, and loopback (all of 127.0.0.0/8 counts: see
+/// `NodeContext::is_local`).
 pub fn node_addresses(node: &Node) -> Vec<Ipv4Addr> {
     let mut a = vec![node.internal_ip];
     if let Some(gw) = node.pod_cidr.and_then(|c| c.nth(1)) {
@@ -60,7 +62,7 @@ pub fn trace(rules: &NodeRules, node: &Node, pkt: &Packet, from_node: bool) -> T
     let table = |n: TableName| if n == TableName::Nat { &rules.nat } else { &rules.filter };
     let matched: Vec<String> =
         t.matched().filter_map(|r| table(r.table).rule(r).map(|rule| format!("{}: {}", r.table.as_str(), rule.render(&r.chain)))).collect();
-    let accepted = t.filter.matched.iter().any(|r| {
+    let accepted = t.filter.matched.iter().chain(t.input.iter().flat_map(|w| w.matched.iter())).any(|r| {
         r.chain.starts_with("KUBE-") && table(r.table).rule(r).is_some_and(|rule| rule.target == Target::Accept && rule.comment().is_some_and(|c| c.ends_with("health check node port")))
     });
     let none = || Reachable { targets: vec![], complete: true };

@@ -1,0 +1,247 @@
+//! What to build for one cluster, decided before anything is built: its
+//! nodes with the rules the model wrote for each, its Pods, and the
+//! outside sources. Pure data, so it can be checked without a kernel.
+//!
+//! Nodes are the Node objects, plus one node for every `nodeName` an
+//! EndpointSlice names that no Node object has (kube-proxy's tests put
+//! endpoints on `other`, or on no node at all): such a node gets an
+//! address of the harness's own (100.64.0.0/10) and the rules kube-proxy
+//! would write there. Pods are the endpoints, by address, on the node
+//! their endpoint names, listening on every port their slices give;
+//! and the client Pods the decisions send from.
+//!
+//! A Pod is attached to its node as CNI plugins of the point-to-point
+//! kind do: the node's side of the Pod's veth holds the gateway address,
+//! the first address of the node's Pod range (`podCIDR`), which is also
+//! what the model counts as a node address (`trace::node_addresses`).
+//! A node without a Pod range gets the link-local gateway 169.254.1.1
+//! instead, which the kernel never picks as a source, so a masqueraded
+//! packet to one of its Pods leaves from its InternalIP, as the model's
+//! routing says.
+
+use crate::decisions::{Decision, Source};
+use kubehops_core::api::{EndpointSlice, Node, Service, ServiceType, TrafficPolicy};
+use kubehops_core::dataplane::kubeproxy::{sync_node, KubeProxyConfig, NodeFeatures, NodeRules};
+use kubehops_core::net::{ip, Protocol};
+use std::collections::BTreeSet;
+use std::net::Ipv4Addr;
+
+/// The objects one cluster is built from: what kube-proxy sees.
+#[derive(Clone, Debug)]
+pub struct ClusterSpec {
+    pub name: String,
+    pub nodes: Vec<Node>,
+    pub services: Vec<Service>,
+    pub slices: Vec<EndpointSlice>,
+    /// Every node's kube-proxy configuration; `hostnameOverride` is set
+    /// per node.
+    pub proxy: KubeProxyConfig,
+}
+
+#[derive(Clone, Debug)]
+pub struct PlannedNode {
+    pub node: Node,
+    /// Named by an endpoint only, with no Node object.
+    pub implicit: bool,
+    pub cfg: KubeProxyConfig,
+    pub rules: NodeRules,
+    /// The address on the node's side of every Pod veth.
+    pub gateway: Ipv4Addr,
+    pub gateway_link_scope: bool,
+    /// The health check node ports kube-proxy's health server answers on.
+    pub health_ports: Vec<u16>,
+}
+
+impl PlannedNode {
+    pub fn features(&self) -> NodeFeatures {
+        self.cfg.node_features
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedPod {
+    pub ip: Ipv4Addr,
+    pub node: usize,
+    pub listen: Vec<(Protocol, u16)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub name: String,
+    pub nodes: Vec<PlannedNode>,
+    pub pods: Vec<PlannedPod>,
+    pub outside: Vec<Ipv4Addr>,
+}
+
+/// The gateway of a node without a Pod range (as Calico uses).
+pub const LINK_GATEWAY: Ipv4Addr = ip(169, 254, 1, 1);
+
+impl Plan {
+    pub fn new(spec: &ClusterSpec, decisions: &[Decision]) -> Result<Plan, String> {
+        let mut nodes: Vec<(Node, bool)> = spec.nodes.iter().map(|n| (n.clone(), false)).collect();
+        let mut taken: BTreeSet<Ipv4Addr> = spec.nodes.iter().map(|n| n.internal_ip).collect();
+        for s in &spec.slices {
+            for e in &s.endpoints {
+                taken.insert(e.ip);
+            }
+        }
+        let mut next_implicit = 1u32;
+        for s in &spec.slices {
+            for e in &s.endpoints {
+                if nodes.iter().all(|(n, _)| n.name != e.node_name) {
+                    let addr = loop {
+                        let a = Ipv4Addr::from(u32::from(ip(100, 64, 0, 0)) + next_implicit);
+                        next_implicit += 1;
+                        if taken.insert(a) {
+                            break a;
+                        }
+                    };
+                    nodes.push((Node { name: e.node_name.clone(), internal_ip: addr, pod_cidr: None }, true));
+                }
+            }
+        }
+        let planned: Vec<PlannedNode> = nodes.into_iter().map(|(n, implicit)| plan_node(spec, n, implicit)).collect();
+        let mut plan = Plan { name: spec.name.clone(), nodes: planned, pods: Vec::new(), outside: Vec::new() };
+        plan.add_endpoint_pods(spec);
+        for d in decisions {
+            plan.add_source(d)?;
+        }
+        plan.check_addresses()?;
+        Ok(plan)
+    }
+
+    fn add_endpoint_pods(&mut self, spec: &ClusterSpec) {
+        for s in &spec.slices {
+            for e in &s.endpoints {
+                let Some(node) = self.node_index(&e.node_name) else { continue };
+                let listen: Vec<(Protocol, u16)> = s.ports.iter().map(|p| (p.protocol, p.port)).collect();
+                match self.pods.iter_mut().find(|p| p.ip == e.ip) {
+                    Some(p) => {
+                        for l in listen {
+                            if !p.listen.contains(&l) {
+                                p.listen.push(l);
+                            }
+                        }
+                    }
+                    None => self.pods.push(PlannedPod { ip: e.ip, node, listen }),
+                }
+            }
+        }
+    }
+
+    /// Makes sure the decision's source exists: an outside address, or a
+    /// client Pod on the decision's node.
+    fn add_source(&mut self, d: &Decision) -> Result<(), String> {
+        let node = self.node_index(&d.node).ok_or_else(|| format!("{}: no node {}", d.what, d.node))?;
+        match d.source {
+            Source::Outside if !self.outside.contains(&d.src) => self.outside.push(d.src),
+            Source::Pod if self.pod_of(d.src).is_none() => self.pods.push(PlannedPod { ip: d.src, node, listen: Vec::new() }),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Every address is held once: a clash would route packets somewhere
+    /// the model does not think they go.
+    fn check_addresses(&self) -> Result<(), String> {
+        let mut seen = BTreeSet::new();
+        let node_addrs = self.nodes.iter().map(|n| n.node.internal_ip);
+        let gateways = self.nodes.iter().filter(|n| !n.gateway_link_scope).map(|n| n.gateway);
+        let all = node_addrs.chain(gateways).chain(self.pods.iter().map(|p| p.ip)).chain(self.outside.iter().copied());
+        for a in all {
+            if !seen.insert(a) {
+                return Err(format!("{}: address {a} is used twice in the cluster", self.name));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn node_index(&self, name: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.node.name == name)
+    }
+
+    pub fn pod_of(&self, ip: Ipv4Addr) -> Option<usize> {
+        self.pods.iter().position(|p| p.ip == ip)
+    }
+
+    /// The source MASQUERADE gives a packet that node `n` sends to `dst`:
+    /// the address of the interface it leaves by. Towards one of its own
+    /// Pods that is the Pod gateway (when it is a real address), towards
+    /// anything else the node's InternalIP.
+    pub fn masquerade_source(&self, n: usize, dst: Ipv4Addr) -> Ipv4Addr {
+        let node = &self.nodes[n];
+        let local_pod = self.pods.iter().any(|p| p.ip == dst && p.node == n);
+        if local_pod && !node.gateway_link_scope {
+            node.gateway
+        } else {
+            node.node.internal_ip
+        }
+    }
+}
+
+fn plan_node(spec: &ClusterSpec, node: Node, implicit: bool) -> PlannedNode {
+    let mut cfg = spec.proxy.clone();
+    cfg.hostname_override = Some(node.name.clone());
+    let rules = sync_node(&node, &spec.services, &spec.slices, &cfg);
+    let (gateway, gateway_link_scope) = match node.pod_cidr.and_then(|c| c.nth(1)) {
+        Some(g) => (g, false),
+        None => (LINK_GATEWAY, true),
+    };
+    let health_ports = if implicit { Vec::new() } else { health_ports(&spec.services) };
+    PlannedNode { node, implicit, cfg, rules, gateway, gateway_link_scope, health_ports }
+}
+
+/// Health check node ports: LoadBalancer Services with
+/// `externalTrafficPolicy: Local` have one, served on every node.
+pub fn health_ports(services: &[Service]) -> Vec<u16> {
+    let mut out: Vec<u16> = services
+        .iter()
+        .filter(|s| s.spec.type_ == ServiceType::LoadBalancer && s.spec.external_traffic_policy == TrafficPolicy::Local)
+        .filter_map(|s| s.spec.health_check_node_port)
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources;
+
+    fn cluster(name: &str) -> sources::Cluster {
+        let all = sources::golden_cases().into_iter().chain(sources::fixtures().expect("fixtures load"));
+        all.into_iter().find(|c| c.spec.name.ends_with(name)).expect("cluster exists")
+    }
+
+    #[test]
+    fn endpoints_without_a_node_object_get_a_node_of_their_own() {
+        let c = cluster("kube-proxy/cluster-ip");
+        let plan = Plan::new(&c.spec, &c.decisions).unwrap();
+        let names: Vec<&str> = plan.nodes.iter().map(|n| n.node.name.as_str()).collect();
+        assert_eq!(names, ["test-node", "other"]);
+        assert!(plan.nodes[1].implicit && plan.nodes[1].node.internal_ip == ip(100, 64, 0, 1));
+        let pod = |a| plan.pods[plan.pod_of(a).unwrap()].node;
+        assert_eq!((pod(ip(10, 180, 0, 1)), pod(ip(10, 180, 0, 2))), (0, 1), "each endpoint on the node it names");
+        // No Pod range: the gateway is link-local, masquerade uses the InternalIP.
+        assert!(plan.nodes[0].gateway_link_scope);
+        assert_eq!(plan.masquerade_source(0, ip(10, 180, 0, 1)), ip(192, 168, 0, 2));
+        // The golden's Pod source is a client Pod on the node.
+        assert_eq!(plan.pod_of(ip(10, 0, 0, 5)).map(|j| plan.pods[j].node), Some(0));
+    }
+
+    #[test]
+    fn a_pod_range_gives_the_gateway_masquerade_uses_towards_local_pods() {
+        let c = cluster("CLI fixtures/cluster");
+        let plan = Plan::new(&c.spec, &c.decisions).unwrap();
+        let n1 = plan.node_index("node-1").unwrap();
+        assert_eq!((plan.nodes[n1].gateway, plan.nodes[n1].gateway_link_scope), (ip(10, 244, 1, 1), false));
+        assert_eq!(plan.masquerade_source(n1, ip(10, 244, 1, 5)), ip(10, 244, 1, 1), "a Pod on node-1");
+        assert_eq!(plan.masquerade_source(n1, ip(10, 244, 3, 9)), ip(10, 0, 0, 11), "a Pod on node-3");
+        // shop is an externalTrafficPolicy: Local balancer: every node serves its health check port.
+        assert!(plan.nodes.iter().all(|n| !n.health_ports.is_empty()));
+        // Every Pod listens on its endpoint port.
+        let web = plan.pod_of(ip(10, 244, 3, 9)).unwrap();
+        assert_eq!(plan.pods[web].listen, [(Protocol::Tcp, 8080)]);
+    }
+}

@@ -1,0 +1,235 @@
+//! A [`Plan`] built as network namespaces, joined only to each other.
+//!
+//! ```text
+//!   out (outside clients)          fabric (a router: node, Pod, client and
+//!      eth0 ── out ─┐              Service routes; nothing else)
+//!                   ├── n0 ── eth0  node 0 ── p0 ── eth0  Pod 0
+//!                   │                        └─ p1 ── eth0  Pod 1
+//!                   └── n1 ── eth0  node 1 ── p2 ── eth0  Pod 2
+//! ```
+//!
+//! The fabric is the network between the nodes: it routes each node's
+//! InternalIP to it, each Pod address to its node (host-gw), each outside
+//! address to the client namespace, and, per decision, a Service address
+//! (cluster, external or load balancer IP) to the node under test, as a
+//! router with a static route or a balancer that keeps the destination
+//! would. It has no default route: an address nobody holds is
+//! unreachable. Nodes have `ip_forward`, `route_localnet` when localhost
+//! node ports are on, and the conntrack timeouts kube-proxy sets; IPv6 is
+//! off everywhere so nothing but the probes' packets meets the rules.
+//!
+//! Dropping a [`Topology`] stops its servers, then deletes every
+//! namespace (which removes the veths with them).
+
+use crate::kernel::{self, Backend};
+use crate::netns::Netns;
+use crate::plan::Plan;
+use crate::sys;
+use crate::wire::{self, Server};
+use kubehops_core::net::{Protocol, SockAddr};
+use std::net::Ipv4Addr;
+
+/// The fabric's address on every link, the next hop of nodes and clients.
+const FABRIC_HOP: &str = "169.254.0.1";
+
+pub struct Topology {
+    // Field order is drop order: servers first, then the namespaces.
+    servers: Vec<Server>,
+    pub nodes: Vec<Netns>,
+    pub pods: Vec<Netns>,
+    pub outside: Netns,
+    pub fabric: Netns,
+    pub plan: Plan,
+    pub backend: Backend,
+}
+
+/// Sysctls every namespace gets: no IPv6, no reverse-path filter.
+fn base_sysctls() -> Vec<String> {
+    ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1", "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0"]
+        .map(String::from)
+        .to_vec()
+}
+
+/// What kube-proxy sets on a node (with its default configuration).
+fn node_sysctls(localhost_node_ports: bool, tcp_be_liberal: bool) -> Vec<String> {
+    let mut s = base_sysctls();
+    s.push("net.ipv4.ip_forward=1".into());
+    s.push("net.netfilter.nf_conntrack_tcp_timeout_established=86400".into());
+    s.push("net.netfilter.nf_conntrack_tcp_timeout_close_wait=3600".into());
+    if localhost_node_ports {
+        s.push("net.ipv4.conf.all.route_localnet=1".into());
+    }
+    if tcp_be_liberal {
+        s.push("net.netfilter.nf_conntrack_tcp_be_liberal=1".into());
+    }
+    s
+}
+
+impl Topology {
+    pub fn build(plan: Plan, backend: Backend) -> Result<Topology, String> {
+        let fabric = Netns::create("net")?;
+        let outside = Netns::create("out")?;
+        let mut nodes = Vec::new();
+        for i in 0..plan.nodes.len() {
+            nodes.push(Netns::create(&format!("n{i}"))?);
+        }
+        let mut pods = Vec::new();
+        for j in 0..plan.pods.len() {
+            pods.push(Netns::create(&format!("p{j}"))?);
+        }
+        let mut t = Topology { servers: Vec::new(), nodes, pods, outside, fabric, plan, backend };
+        t.wire()?;
+        t.load_rules()?;
+        t.start_servers()?;
+        Ok(t)
+    }
+
+    /// Links, addresses and routes, one `ip -batch` per namespace and phase.
+    fn wire(&mut self) -> Result<(), String> {
+        let mut fabric = Vec::new();
+        fabric.push(format!("link add out type veth peer name eth0 netns {}", self.outside.name()));
+        for (i, ns) in self.nodes.iter().enumerate() {
+            fabric.push(format!("link add n{i} type veth peer name eth0 netns {}", ns.name()));
+        }
+        self.fabric.ip_batch(&fabric)?;
+        for i in 0..self.plan.nodes.len() {
+            let links: Vec<String> =
+                self.plan.pods.iter().enumerate().filter(|(_, p)| p.node == i).map(|(j, _)| format!("link add p{j} type veth peer name eth0 netns {}", self.pods[j].name())).collect();
+            self.nodes[i].ip_batch(&links)?;
+        }
+        self.fabric.sysctl(&[base_sysctls(), vec!["net.ipv4.ip_forward=1".to_string()]].concat())?;
+        self.outside.sysctl(&base_sysctls())?;
+        self.fabric.ip_batch(&self.fabric_commands())?;
+        self.outside.ip_batch(&self.outside_commands())?;
+        for i in 0..self.nodes.len() {
+            let n = &self.plan.nodes[i];
+            self.nodes[i].sysctl(&node_sysctls(n.cfg.localhost_node_ports, n.cfg.tcp_be_liberal))?;
+            self.nodes[i].ip_batch(&self.node_commands(i))?;
+        }
+        for j in 0..self.pods.len() {
+            self.pods[j].sysctl(&base_sysctls())?;
+            self.pods[j].ip_batch(&self.pod_commands(j))?;
+        }
+        Ok(())
+    }
+
+    fn fabric_commands(&self) -> Vec<String> {
+        let mut c = vec![format!("addr add {FABRIC_HOP}/32 dev out"), "link set out up".into()];
+        for a in &self.plan.outside {
+            c.push(format!("route add {a}/32 dev out"));
+        }
+        for (i, n) in self.plan.nodes.iter().enumerate() {
+            c.push(format!("addr add {FABRIC_HOP}/32 dev n{i}"));
+            c.push(format!("link set n{i} up"));
+            c.push(format!("route add {}/32 dev n{i}", n.node.internal_ip));
+        }
+        for p in &self.plan.pods {
+            c.push(format!("route add {}/32 via {} dev n{}", p.ip, self.plan.nodes[p.node].node.internal_ip, p.node));
+        }
+        c
+    }
+
+    fn outside_commands(&self) -> Vec<String> {
+        let mut c: Vec<String> = self.plan.outside.iter().map(|a| format!("addr add {a}/32 dev eth0")).collect();
+        c.push("link set eth0 up".into());
+        c.push(format!("route add {FABRIC_HOP} dev eth0 scope link"));
+        c.push(format!("route add default via {FABRIC_HOP} dev eth0"));
+        c
+    }
+
+    fn node_commands(&self, i: usize) -> Vec<String> {
+        let n = &self.plan.nodes[i];
+        let mut c = vec![format!("addr add {}/32 dev eth0", n.node.internal_ip), "link set eth0 up".into()];
+        c.push(format!("route add {FABRIC_HOP} dev eth0 scope link"));
+        c.push(format!("route add default via {FABRIC_HOP} dev eth0"));
+        let scope = if n.gateway_link_scope { " scope link" } else { "" };
+        for (j, p) in self.plan.pods.iter().enumerate().filter(|(_, p)| p.node == i) {
+            c.push(format!("addr add {}/32 dev p{j}{scope}", n.gateway));
+            c.push(format!("link set p{j} up"));
+            c.push(format!("route add {}/32 dev p{j} scope link", p.ip));
+        }
+        c
+    }
+
+    fn pod_commands(&self, j: usize) -> Vec<String> {
+        let p = &self.plan.pods[j];
+        let gw = self.plan.nodes[p.node].gateway;
+        vec![
+            format!("addr add {}/32 dev eth0", p.ip),
+            "link set eth0 up".into(),
+            format!("route add {gw} dev eth0 scope link"),
+            format!("route add default via {gw} dev eth0"),
+        ]
+    }
+
+    fn load_rules(&self) -> Result<(), String> {
+        for (i, n) in self.plan.nodes.iter().enumerate() {
+            kernel::load_rules(&self.nodes[i], self.backend, &n.rules, n.features()).map_err(|e| format!("node {}: {e}", n.node.name))?;
+        }
+        Ok(())
+    }
+
+    fn start_servers(&mut self) -> Result<(), String> {
+        for (j, p) in self.plan.pods.iter().enumerate() {
+            let listen: Vec<(Protocol, std::net::SocketAddrV4)> =
+                p.listen.iter().filter(|(proto, _)| *proto != Protocol::Sctp).map(|(proto, port)| (*proto, sys::v4(p.ip, *port))).collect();
+            if !listen.is_empty() {
+                self.servers.push(wire::serve(&self.pods[j], &listen)?);
+            }
+        }
+        for (i, n) in self.plan.nodes.iter().enumerate() {
+            // kube-proxy's health check server listens on every address.
+            let listen: Vec<(Protocol, std::net::SocketAddrV4)> = n.health_ports.iter().map(|p| (Protocol::Tcp, sys::v4(Ipv4Addr::UNSPECIFIED, *p))).collect();
+            if !listen.is_empty() {
+                self.servers.push(wire::serve(&self.nodes[i], &listen)?);
+            }
+        }
+        Ok(())
+    }
+
+    /// Routes `vip` to node `n` in the fabric (`None`: removes the route).
+    pub fn route_vip(&self, vip: Ipv4Addr, n: Option<usize>) -> Result<(), String> {
+        let dst = format!("{vip}/32");
+        match n {
+            Some(n) => {
+                let via = self.plan.nodes[n].node.internal_ip.to_string();
+                self.fabric.ip(&["route", "replace", &dst, "via", &via, "dev", &format!("n{n}")]).map(|_| ())
+            }
+            None => self.fabric.ip(&["route", "del", &dst]).map(|_| ()),
+        }
+    }
+
+    /// The namespace a decision's source runs in.
+    pub fn source_ns(&self, source: crate::decisions::Source, node: usize, src: Ipv4Addr) -> Result<&Netns, String> {
+        use crate::decisions::Source;
+        match source {
+            Source::Outside => Ok(&self.outside),
+            Source::Node => Ok(&self.nodes[node]),
+            Source::Pod => self.plan.pod_of(src).map(|j| &self.pods[j]).ok_or_else(|| format!("no Pod with address {src}")),
+        }
+    }
+
+    /// Whether an address is one the fabric routes for good (a node, Pod
+    /// or outside address), so it needs no per-decision route.
+    pub fn is_routed(&self, a: Ipv4Addr) -> bool {
+        self.plan.nodes.iter().any(|n| n.node.internal_ip == a) || self.plan.pod_of(a).is_some() || self.plan.outside.contains(&a)
+    }
+
+    /// Clears counters, connections and recent lists on every node.
+    pub fn reset(&self) -> Result<(), String> {
+        for ns in &self.nodes {
+            kernel::reset(ns, self.backend)?;
+        }
+        Ok(())
+    }
+
+    /// Every node's counters and connections.
+    pub fn read(&self) -> Result<Vec<kernel::NodeState>, String> {
+        self.nodes.iter().map(|ns| kernel::read(ns, self.backend)).collect()
+    }
+
+    /// The node, if any, whose Pod holds `addr`.
+    pub fn node_of_pod(&self, addr: SockAddr) -> Option<usize> {
+        self.plan.pod_of(addr.ip).map(|j| self.plan.pods[j].node)
+    }
+}
