@@ -3,8 +3,8 @@
 
 use crate::canvas::Canvas;
 use crate::controls::{Actions, Controls, Demos, ParamControls, RandomPick, StepIndicator};
-use crate::nodes::{ConntrackPanel, RulesPanel};
-use crate::panels::{Comparison, HopDetail, KubectlPanel, Legend, ManifestPanel, Narration, Notices};
+use crate::nodes::{ConntrackPanel, HostPanels, RulesPanel};
+use crate::panels::{Comparison, Evidence, HopDetail, KubectlPanel, Legend, ManifestPanel, Narration, Notices};
 use crate::player::Player;
 use kubehops_core::scenarios::{Params, Scenario, Step, REGISTRY};
 use kubehops_core::scene::{frame, Frame, Layout};
@@ -250,10 +250,12 @@ pub fn App() -> impl IntoView {
                     <HopDetail/>
                     <ManifestPanel/>
                     <KubectlPanel/>
+                    <Evidence/>
                     <ConntrackPanel/>
                 </aside>
                 <div class="kh-tables">
                     <RulesPanel/>
+                    <HostPanels/>
                     <Comparison/>
                 </div>
             </main>

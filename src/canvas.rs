@@ -18,6 +18,16 @@ pub fn kind_info(k: HopKind) -> (&'static str, &'static str, &'static str) {
     }
 }
 
+/// A hop's class, label and name: its kind's, but an ARP frame says ARP
+/// (it is a lookup, drawn in the DNS colour).
+pub fn hop_info(h: &kubehops_core::sim::Hop) -> (&'static str, &'static str, &'static str) {
+    if h.arp.is_some() {
+        ("dns", "ARP", "ARP")
+    } else {
+        kind_info(h.kind)
+    }
+}
+
 pub const KINDS: [HopKind; 5] = [HopKind::Dns, HopKind::Request, HopKind::Reply, HopKind::ControlPlane, HopKind::Dropped];
 
 fn points(path: &[Point]) -> String {
@@ -136,6 +146,10 @@ fn role_of(kind: ActorKind) -> &'static str {
 fn label_lines(label: &str) -> (String, Option<String>) {
     if label.chars().count() <= 14 {
         return (label.to_string(), None);
+    }
+    // Before a parenthesis, after a host name's first label, at the last hyphen.
+    if let Some(i) = label.find(" (") {
+        return (label[..i].to_string(), Some(label[i + 1..].to_string()));
     }
     match label.find('.').or_else(|| label.rfind('-')) {
         Some(i) if i > 2 => (label[..=i].to_string(), Some(label[i + 1..].to_string())),
@@ -316,7 +330,7 @@ fn PodBox(pod: Actor) -> impl IntoView {
             <title>{format!("Pod {}", pod.label)}</title>
             <rect x=r.x y=r.y width=r.w height=r.h rx="8"></rect>
             <text x=cx y=r.y + 21.0 class="kh-label" text-anchor="middle">{label}</text>
-            <text x=cx y=r.y + 41.0 class="kh-mono" text-anchor="middle">{pod.sublabel.clone()}</text>
+            <text x=cx y=r.y + 41.0 class="kh-mono" text-anchor="middle">{fit(&pod.sublabel, r.w)}</text>
             <text x=cx y=r.y + 60.0 class="kh-ready" text-anchor="middle">
                 {move || match (ready.get(), dns) {
                     (true, true) => "✓ Ready · kube-dns",
@@ -325,6 +339,19 @@ fn PodBox(pod: Actor) -> impl IntoView {
                 }}
             </text>
         </g>
+    }
+}
+
+/// A monospace line cut to what fits in `width` (about 9.7 units a
+/// character at the canvas's mono size), with an ellipsis.
+fn fit(text: &str, width: f64) -> String {
+    let room = ((width - 10.0) / 9.7).floor().max(4.0) as usize;
+    if text.chars().count() <= room {
+        text.to_string()
+    } else {
+        let mut t: String = text.chars().take(room - 1).collect();
+        t.push('…');
+        t
     }
 }
 
@@ -380,12 +407,12 @@ fn Token() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let token = Memo::new(move |_| {
         let f = ctx.frame.get();
-        let what_if = ctx.with_step(|st| f.current.and_then(|i| st.hops.get(i)).is_some_and(|h| h.what_if)).unwrap_or(false);
-        f.token.map(|(p, k)| (p, k, what_if))
+        let (what_if, arp) = ctx.with_step(|st| f.current.and_then(|i| st.hops.get(i)).map_or((false, false), |h| (h.what_if, h.arp.is_some()))).unwrap_or((false, false));
+        f.token.map(|(p, k)| (p, k, what_if, arp))
     });
     move || {
-        token.get().map(|(p, kind, what_if)| {
-            let (class, label, _) = kind_info(kind);
+        token.get().map(|(p, kind, what_if, arp)| {
+            let (class, label, _) = if arp { ("dns", "ARP", "ARP") } else { kind_info(kind) };
             let label = if kind == HopKind::Dropped { "✕ DROP" } else { label };
             let w = 14.0 + 9.5 * label.chars().count() as f64;
             view! {

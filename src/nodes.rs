@@ -220,3 +220,69 @@ pub fn ConntrackPanel() -> impl IntoView {
         </section>
     }
 }
+
+/// Hosts with a network stack of their own (the lab's laptop, running
+/// Docker): their nat table as `iptables-save` prints it, with the lines
+/// the current hop matched, their conntrack table and their neighbours.
+#[component]
+pub fn HostPanels() -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let model = Memo::new(move |_| {
+        let f = ctx.frame.get();
+        ctx.with_scenario(|s| {
+            let Some(st) = s.steps.get(f.step) else { return Vec::new() };
+            let hop = f.current.and_then(|i| st.hops.get(i));
+            st.views
+                .get(f.view)
+                .map(|v| {
+                    v.hosts
+                        .iter()
+                        .map(|h| {
+                            let matched: Vec<usize> =
+                                hop.and_then(|x| x.packet.as_ref()).filter(|p| p.decided_on == Some(h.host)).map(|p| p.matched.iter().map(|m| m.line).collect()).unwrap_or_default();
+                            let name = s.actor(h.host).map_or_else(String::new, |a| a.label.clone());
+                            let lines: Vec<(usize, String, bool)> = h.iptables.iter().map(|l| (l.line, l.text.clone(), matched.contains(&l.line))).collect();
+                            (name, lines, h.conntrack.iter().map(|c| c.text.clone()).collect::<Vec<_>>(), h.neighbours.clone())
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+        })
+    });
+    move || {
+        model
+            .get()
+            .into_iter()
+            .map(|(name, lines, conntrack, neighbours)| {
+                view! {
+                    <section class="kh-card kh-hostpanel" data-testid="host">
+                        <h2>{format!("Rules on {name} ")} <span class="kh-sub">"iptables-save -t nat · Docker's rules"</span></h2>
+                        <ol class="kh-code kh-save" tabindex="0" aria-label=format!("nat rules on {name}")>
+                            {lines
+                                .into_iter()
+                                .map(|(line, text, hit)| {
+                                    view! {
+                                        <li class="kh-save-line" class:hit=hit data-line=line>
+                                            <span class="kh-ln">{line}</span>
+                                            <span class="kh-mark" aria-hidden="true">{if hit { "▶" } else { "" }}</span>
+                                            <code>{text}</code>
+                                            <span class="kh-sr">{if hit { " (matched by this hop)" } else { "" }}</span>
+                                        </li>
+                                    }
+                                })
+                                .collect_view()}
+                        </ol>
+                        <h3>"conntrack -L"</h3>
+                        {if conntrack.is_empty() {
+                            view! { <p class="kh-ct-empty">"no entries"</p> }.into_any()
+                        } else {
+                            view! { <ol class="kh-code kh-ct-list">{conntrack.into_iter().map(|c| view! { <li><code>{c}</code></li> }).collect_view()}</ol> }.into_any()
+                        }}
+                        <h3>"ip neigh show"</h3>
+                        <pre class="kh-code">{if neighbours.is_empty() { "(no neighbours yet)".to_string() } else { neighbours.join("\n") }}</pre>
+                    </section>
+                }
+            })
+            .collect_view()
+    }
+}

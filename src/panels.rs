@@ -2,7 +2,7 @@
 //! kubectl's output, the legend, the comparison table and URL notices.
 
 use crate::app::Ctx;
-use crate::canvas::kind_info;
+use crate::canvas::{hop_info, kind_info};
 use kubehops_core::dataplane::iptables::TableName;
 use kubehops_core::net::Packet;
 use kubehops_core::scenarios::Value;
@@ -101,9 +101,10 @@ pub fn HopDetail() -> impl IntoView {
             let Some((i, h)) = f.current.and_then(|i| st.hops.get(i).map(|h| (i, h))) else {
                 return view! { <p class="kh-muted-html">{format!("{n} hops. Press Play, or choose a hop below.")}</p> }.into_any();
             };
-            let (class, _, kind_name) = kind_info(h.kind);
+            let (class, _, kind_name) = hop_info(h);
             let (from, to) = (short_label(ctx, h.from), short_label(ctx, h.to));
             let what_if = what_if_label(ctx);
+            let arp = h.arp.as_ref().map(|a| format!("ARP on {}: {}", a.iface, a.summary()));
             let packet = h.packet.clone().map(|pk| {
                 let tags = |field: Field| pk.rewrites.iter().filter(|r| r.field == field).map(|r| rewrite_tag(r.kind)).collect::<Vec<_>>();
                 let node = pk.decided_on.map(|n| short_label(ctx, n));
@@ -156,6 +157,7 @@ pub fn HopDetail() -> impl IntoView {
                         {(h.from == h.to).then(|| view! { <span class="kh-hop-route"><span>{format!("on {from}")}</span></span> })}
                     </p>
                     <p>{h.detail.clone()}</p>
+                    {arp.map(|a| view! { <p class="kh-note kh-carries">{a}</p> })}
                     {packet}
                 </div>
             }
@@ -169,7 +171,7 @@ pub fn HopDetail() -> impl IntoView {
                 .iter()
                 .enumerate()
                 .map(|(i, h)| {
-                    let (class, label, _) = kind_info(h.kind);
+                    let (class, label, _) = hop_info(h);
                     let current = f.current == Some(i);
                     let (from, to) = (short_label(ctx, h.from), short_label(ctx, h.to));
                     let route = if h.from == h.to { format!("on {from}") } else { format!("{from} → {to}") };
@@ -340,6 +342,50 @@ pub fn Comparison() -> impl IntoView {
                         </table>
                     </div>
                     <p class="kh-note">{t.note.clone()}</p>
+                </section>
+            }
+        })
+    }
+}
+
+/// The commands a reader would run against a real cluster at this step,
+/// with the outputs the model predicts, each with a copy button.
+#[component]
+pub fn Evidence() -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let evidence = Memo::new(move |_| ctx.with_step(|st| st.evidence.clone()).unwrap_or_default());
+    move || {
+        let list = evidence.get();
+        (!list.is_empty()).then(|| {
+            view! {
+                <section class="kh-card kh-evidence" aria-labelledby="kh-evidence-title" data-testid="evidence">
+                    <h2 id="kh-evidence-title">"Evidence " <span class="kh-sub">"what the real tools would print now"</span></h2>
+                    {list
+                        .into_iter()
+                        .map(|e| {
+                            let cmd = e.command.clone();
+                            let copied = RwSignal::new(false);
+                            let copy = move |_| {
+                                if let Some(w) = web_sys::window() {
+                                    let _ = w.navigator().clipboard().write_text(&cmd);
+                                    copied.set(true);
+                                }
+                            };
+                            let out = if e.stderr.is_empty() { e.stdout.clone() } else { format!("{}{}", e.stderr, e.stdout) };
+                            view! {
+                                <div class="kh-evidence-item">
+                                    <p class="kh-evidence-purpose">{e.purpose.clone()}</p>
+                                    <div class="kh-evidence-cmd">
+                                        <code>{format!("$ {}", e.command)}</code>
+                                        <button type="button" class="kh-btn kh-btn-small" aria-label=format!("Copy: {}", e.command) on:click=copy>
+                                            {move || if copied.get() { "Copied" } else { "Copy" }}
+                                        </button>
+                                    </div>
+                                    <pre class="kh-code kh-term">{out}</pre>
+                                </div>
+                            }
+                        })
+                        .collect_view()}
                 </section>
             }
         })

@@ -668,19 +668,19 @@ await reviewScreenshots();
 const TABS = ['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName', 'Headless'];
 const svcRow = async (page, name) => (await kubectl(page)).split('\n').find((l) => l.startsWith(`${name} `)) ?? '';
 
-/// Opens a state and plays its step to the end at 2× speed.
+/// Opens a step by a link that plays it once (no hop in the hash), at 2×
+/// speed, and waits until it has played to its end.
 async function playToEnd(hash) {
   const { page, errors } = await open(hash);
   await page.getByRole('combobox', { name: 'Speed' }).selectOption({ label: '2×' });
-  await page.getByRole('button', { name: 'Play', exact: true }).click();
-  await page.waitForFunction(() => document.querySelector('.kh').dataset.playing === 'false', null, { timeout: 60000 });
+  await page.waitForFunction(() => document.querySelector('.kh').dataset.playing === 'false', null, { timeout: 90000 });
   return { page, errors };
 }
 
 await test('navigation: one link per scenario, reachable by keyboard, opening each scenario', async () => {
   const { page, errors } = await open();
   const nav = page.getByRole('navigation', { name: 'Scenarios' });
-  check(await nav.getByRole('link').count() === 2, 'expected two scenario links');
+  check(await nav.getByRole('link').count() === 3, 'expected one link per scenario (three)');
   await nav.getByRole('link', { name: 'The five Service types' }).focus();
   await page.keyboard.press('Enter');
   await page.waitForFunction(() => location.hash.startsWith('#/service-types/1'));
@@ -741,7 +741,7 @@ await test('explorer: every tab × client × action plays to its end with no con
   const problems = [];
   for (let i = 0; i < cases.length; i += 4) {
     await Promise.all(cases.slice(i, i + 4).map(async ([tab, client, step]) => {
-      const { page, errors } = await playToEnd(`#/service-types/${step}/0?tab=${tab}&client=${client}`);
+      const { page, errors } = await playToEnd(`#/service-types/${step}?tab=${tab}&client=${client}`);
       const status = await page.textContent('.kh-status');
       const [done, total] = status.split('·')[0].trim().split('/').map(Number);
       if (!(total > 0 && done === total)) problems.push(`${tab}/${client}/${step}: ended at "${status}"`);
@@ -849,6 +849,72 @@ for (const [w, h] of [[720, 1400], [1920, 1080]]) {
     await page.close();
   }
 }
+
+// ---------------------------------------------------------------- the local lab
+
+await test('lab: every stage plays to its end with no console error, and links open each stage', async () => {
+  const problems = [];
+  for (let step = 1; step <= 10; step++) {
+    const { page, errors } = await playToEnd(`#/local-lab/${step}`);
+    if (await currentStep(page) !== step) problems.push(`stage ${step}: the link opened step ${await currentStep(page)}`);
+    const status = await page.textContent('.kh-status');
+    const [done, total] = status.split('·')[0].trim().split('/').map(Number);
+    if (!(total > 0 && done === total)) problems.push(`stage ${step}: ended at "${status}"`);
+    if (errors.length) problems.push(`stage ${step}: ${errors.join(' | ')}`);
+    await page.close();
+  }
+  check(problems.length === 0, problems.join('\n'));
+});
+
+await test('lab: EXTERNAL-IP stays <pending> without a controller and gets a pool address once MetalLB is installed', async () => {
+  const { page } = await open('#/local-lab/4/end');
+  check((await svcRow(page, 'booking')).includes('<pending>'), `stage 4: ${await svcRow(page, 'booking')}`);
+  await page.goto(`${origin}/#/local-lab/5/end`);
+  await page.waitForSelector('.kh-node-card');
+  const row = await svcRow(page, 'booking');
+  check(/172\.18\.0\.(5\d|[6-9]\d|100)\s/.test(row), `stage 5: not a pool address: ${row}`);
+  await page.close();
+});
+
+await test('lab: the evidence outputs change with the stage, and each command can be copied', async () => {
+  const evidence = async (page) => page.textContent('[data-testid=evidence]');
+  const { page } = await open('#/local-lab/1/end');
+  const first = await evidence(page);
+  for (const cmd of ['docker ps --filter name=apollo11 --format "{{.Ports}}"', 'kubectl get svc -n apollo-airlines-apps -o wide', 'kubectl get svc -n envoy-gateway-system', 'kubectl get endpoints -n apollo-airlines-apps']) {
+    check(first.includes(cmd), `stage 1 lacks the command ${cmd}`);
+  }
+  check(first.includes('0.0.0.0:30082->30082/tcp'), 'docker ps does not show the mapping');
+  check(await page.getByRole('button', { name: /^Copy: docker ps/ }).count() === 1, 'no copy button for docker ps');
+  await page.goto(`${origin}/#/local-lab/5/end`);
+  await page.waitForSelector('[data-testid=evidence]');
+  const later = await evidence(page);
+  check(later !== first && /172\.18\.0\.5\d/.test(later), 'the evidence did not change when MetalLB assigned an address');
+  await page.close();
+});
+
+await test('lab: the ARP exchange is drawn and named', async () => {
+  const { page, errors } = await open('#/local-lab/6/end');
+  const list = await page.textContent('.kh-hoplist');
+  check(list.includes('ARP') && list.includes('who-has 172.18.0.50') && list.includes('is-at'), `hop list: ${list}`);
+  check(await page.locator('.kh-trails polyline').count() >= 3, 'the ARP frames are not drawn');
+  check((await page.textContent('.kh-hop')).includes('ARP on'), 'the hop panel does not show the ARP frame');
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
+});
+
+await test('lab: no two canvas labels overlap at 720 and 1920 px', async () => {
+  const problems = [];
+  for (const [w, h] of [[720, 1400], [1920, 1080]]) {
+    for (let step = 1; step <= 10; step++) {
+      const { page } = await open(`#/local-lab/${step}/end`, { viewport: { width: w, height: h } });
+      const bad = await overlappingLabels(page);
+      if (bad.length) problems.push(`stage ${step} at ${w}px: ${bad.join(', ')}`);
+      await page.screenshot({ path: join(out, `lab-${step}-${w}.png`), fullPage: w === 720 });
+      await page.close();
+    }
+  }
+  check(problems.length === 0, problems.join('\n'));
+});
 
 await test('no request leaves the page origin', async () => {
   check(outside.length === 0, `outside requests: ${outside.join(', ')}`);

@@ -285,6 +285,22 @@ impl Layout {
             let y = b.center().y.clamp(n.panel.y + 8.0, n.panel.bottom() - 8.0);
             return vec![pt(n.panel.right(), y), pt(b.x, y)];
         }
+        // A Pod reached from outside its node: to the node, then over its
+        // kube-proxy panel's top and down the Pod lane, so the route
+        // crosses neither the panel nor the other Pods.
+        if let Some(card) = self.node_of_pod(to).copied() {
+            if card.node != from && self.node_of_pod(from).map(|c| c.node) != Some(card.node) {
+                let via = self.request_path(from, card.node, a, card.panel);
+                return self.down_the_lane(via, &card, b);
+            }
+        }
+        if let Some(card) = self.node_of_pod(from).copied() {
+            if card.node != to && self.node_of_pod(to).map(|c| c.node) != Some(card.node) {
+                let mut p = self.request_path(to, from, b, a);
+                p.reverse();
+                return p;
+            }
+        }
         let (Some(ca), Some(cb)) = (self.column_of(from), self.column_of(to)) else { return vec![a.center(), b.center()] };
         let both_nodes = self.node_card(from).is_some() && self.node_card(to).is_some();
         if both_nodes {
@@ -327,6 +343,24 @@ impl Layout {
             p.push(pt(b.x, yb));
         }
         dedup(p)
+    }
+
+    /// Turns a route that ends on a node's panel into one that ends on a
+    /// Pod of that node: it arrives in the strip between the node's name
+    /// and its panel, crosses to the Pod lane and goes down it.
+    fn down_the_lane(&self, mut path: Vec<Point>, card: &NodeCard, pod: Rect) -> Vec<Point> {
+        let n = path.len();
+        if n < 2 {
+            return path;
+        }
+        let strip = card.panel.y - 3.0;
+        let lane = card.panel.right() + POD_LANE / 2.0;
+        let y = pod.center().y;
+        path[n - 2].y = strip;
+        path[n - 1] = pt(lane, strip);
+        path.push(pt(lane, y));
+        path.push(pt(pod.x, y));
+        dedup(path)
     }
 
     /// Two boxes of one column: straight up or down between neighbours,

@@ -41,9 +41,12 @@ pub struct RulesPanel {
     pub changed_by: usize,
 }
 
+/// The node a hop is about: the node whose rules or conntrack decided it,
+/// else the node it arrives at, else the node it leaves. A host's own
+/// decisions (the lab's laptop) are not a node's.
 fn node_of(h: &Hop, s: &Scenario) -> Option<ActorId> {
-    let is_node = |a: ActorId| s.actor(a).is_some_and(|x| x.kind == crate::sim::ActorKind::Node);
-    h.packet.as_ref().and_then(|p| p.decided_on).or_else(|| Some(h.to).filter(|a| is_node(*a))).or_else(|| Some(h.from).filter(|a| is_node(*a)))
+    let is_node = |a: &ActorId| s.actor(*a).is_some_and(|x| x.kind == crate::sim::ActorKind::Node);
+    h.packet.as_ref().and_then(|p| p.decided_on).filter(is_node).or_else(|| Some(h.to).filter(is_node)).or_else(|| Some(h.from).filter(is_node))
 }
 
 /// The node whose rules are shown unless the user picked one: the node
@@ -208,4 +211,49 @@ pub fn conntrack_panel(s: &Scenario, f: &Frame) -> ConntrackPanel {
         })
         .collect();
     ConntrackPanel { nodes, changed_by: f.view }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenarios::build_default;
+
+    #[test]
+    fn the_default_node_follows_the_hop() {
+        let s = build_default("nodeport-loadbalancer").unwrap();
+        let node = |i: usize| s.nodes().nth(i).map(|a| a.id);
+        let st = &s.steps[1];
+        assert_eq!(default_node(&s, st, None), node(0), "no hop yet: Node-1");
+        assert_eq!(default_node(&s, st, Some(0)), node(1), "laptop → Node-2: Node-2");
+        assert_eq!(default_node(&s, st, Some(1)), node(1), "Node-2 decided the DNAT");
+        assert_eq!(default_node(&s, st, Some(5)), node(1), "Node-2's conntrack undid it");
+        // Step 3's control-plane hops to the balancer touch no node yet.
+        assert_eq!(default_node(&s, &s.steps[2], Some(2)), node(0));
+        assert_eq!(default_node(&s, &s.steps[2], Some(99)), node(2), "out of range: the last node the step passed");
+    }
+
+    #[test]
+    fn a_host_deciding_a_hop_is_not_taken_for_a_node() {
+        let s = build_default("local-lab").unwrap();
+        let st = &s.steps[0];
+        let d = default_node(&s, st, Some(0)).and_then(|a| s.actor(a)).map(|a| a.kind);
+        assert_eq!(d, Some(crate::sim::ActorKind::Node));
+    }
+
+    #[test]
+    fn removed_lines_are_those_the_rewrite_took_away() {
+        let p = crate::scenarios::Params::defaults(&(crate::scenarios::entry("service-types").unwrap().params)())
+            .with("notready", crate::scenarios::Value::Set(["api-m3n9q".to_string()].into()));
+        let s = crate::scenarios::build("service-types", &p).unwrap();
+        let st = &s.steps[0];
+        let node2 = s.nodes().nth(1).unwrap().id;
+        // The last hop is kube-proxy on Node-2 rewriting its rules after the readiness change.
+        let last = st.hops.len() - 1;
+        assert_eq!(st.hops[last].to, node2);
+        let f = Frame { step: 0, progress: st.hops.len() as f64, done: st.hops.len(), current: Some(last), token: None, view: st.hops.len() };
+        let panel = rules_panel(&s, &f, Some(node2));
+        assert!(panel.removed.iter().any(|l| l.text.contains("--to-destination 10.244.2.8:8080")), "{:?}", panel.removed);
+        assert!(!panel.lines.iter().any(|l| l.text.contains("10.244.2.8")), "the Pod's lines are gone");
+        assert!(panel.note.contains("removed"), "{}", panel.note);
+    }
 }

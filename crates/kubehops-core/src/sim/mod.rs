@@ -153,7 +153,7 @@ impl World {
     /// address of its own; it answers ARP on the node's interface.
     pub fn add_speaker(&mut self, i: usize, pod_name: &str) -> Option<ActorId> {
         let node = self.node_actor(i)?;
-        let mut a = Actor::component(ActorKind::Speaker, Zone::Cluster, pod_name, &format!("Pod {}", short_pod_name(pod_name)), "MetalLB speaker, host network");
+        let mut a = Actor::component(ActorKind::Speaker, Zone::Cluster, pod_name, &format!("Pod {}", short_pod_name(pod_name)), "host network");
         a.parent = Some(node);
         a.object = Some(ObjectRef::new("metallb-system", pod_name));
         Some(self.actors.add(a))
