@@ -6,10 +6,15 @@
 //! Prints figures; asserts nothing about time.
 //!
 //! `cargo run --release -p kubehops-core --example bench`
+//!
+//! `bench <case> <n>` (case: `save`, `trace`, `dig-a` or `dig-srv`) runs one
+//! operation once on one Service with `n` endpoints, inside the function
+//! `measured`, so that an instruction counter can be pointed at that alone:
+//! `valgrind --tool=callgrind --toggle-collect='*measured*' target/release/examples/bench trace 100000`.
 
 use kubehops_core::api::*;
 use kubehops_core::dns::{ClusterDns, DnsConfig, QType};
-use kubehops_core::dataplane::kubeproxy::{sync_node, KubeProxyConfig};
+use kubehops_core::dataplane::kubeproxy::{sync_node, KubeProxyConfig, NodeRules};
 use kubehops_core::net::{ip, Packet, Protocol, SockAddr};
 use kubehops_core::dataplane::trace::trace;
 use std::net::Ipv4Addr;
@@ -132,9 +137,67 @@ fn endpoints_scale(node: &Node, cfg: &KubeProxyConfig) {
     }
 }
 
+/// What [`measured`] runs on: one Service with its endpoints, its rules,
+/// and the same Service headless in CoreDNS's view.
+struct Setup {
+    node: Node,
+    cfg: KubeProxyConfig,
+    svc: Service,
+    slices: Vec<EndpointSlice>,
+    rules: NodeRules,
+    dns: ClusterDns,
+    pkt: Packet,
+}
+
+/// One operation of the table above, run once (`save` is the rule set and
+/// its text, as in the table); how many results it gave. Kept out of line
+/// so that a profiler can count it alone.
+#[inline(never)]
+fn measured(case: &str, s: &Setup) -> usize {
+    match case {
+        "save" => sync_node(&s.node, std::slice::from_ref(&s.svc), &s.slices, &s.cfg).save().len(),
+        "trace" => trace(&s.rules, &s.node, &s.pkt, false).targets.len(),
+        "dig-a" => s.dns.query("web.bench.svc.cluster.local.", QType::A).map_or(0, |r| r.answer.len()),
+        _ => s.dns.query("_http._tcp.web.bench.svc.cluster.local.", QType::Srv).map_or(0, |r| r.answer.len()),
+    }
+}
+
+/// `bench <case> <n>`: sets up, then runs [`measured`] once.
+fn one_case(case: &str, n: usize, node: Node, cfg: KubeProxyConfig) {
+    let (svc, slices) = one_big_service(n, false);
+    let rules = sync_node(&node, std::slice::from_ref(&svc), &slices, &cfg);
+    let (headless, hslices) = one_big_service(n, true);
+    let dns = ClusterDns::new(DnsConfig::default(), std::slice::from_ref(&headless), &hslices);
+    let pkt = Packet::new(Protocol::Tcp, SockAddr::new(ip(10, 0, 0, 5), 40000), SockAddr::new(ip(10, 96, 0, 50), 80));
+    let setup = Setup { node, cfg, svc, slices, rules, dns, pkt };
+    let (f0, t) = (minor_faults(), Instant::now());
+    let count = measured(case, &setup);
+    let el = t.elapsed();
+    let faults = minor_faults().zip(f0).map_or("unknown".to_string(), |(a, b)| (a - b).to_string());
+    println!("bench: {case} on {n} endpoints: {count} results in {:.1} ms, {faults} page faults", el.as_secs_f64() * 1e3);
+}
+
+/// The process's minor page faults so far (Linux only: `/proc/self/stat`).
+fn minor_faults() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the parenthesised command name; minflt is the 10th field.
+    stat.rsplit_once(')')?.1.split_whitespace().nth(7)?.parse().ok()
+}
+
 fn main() {
     let node = Node { name: "node-0".into(), internal_ip: ip(192, 168, 0, 2), pod_cidr: None };
     let cfg = KubeProxyConfig { cluster_cidr: Some("10.0.0.0/8".parse().expect("valid")), ..Default::default() };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [case, n] = args.as_slice() {
+        let cases = ["save", "trace", "dig-a", "dig-srv"];
+        match n.parse() {
+            Ok(n) if cases.contains(&case.as_str()) => return one_case(case, n, node, cfg),
+            _ => {
+                eprintln!("usage: bench [<case> <n>], case one of {cases:?}, n a count of endpoints");
+                std::process::exit(2);
+            }
+        }
+    }
     for n in [1_000usize, 10_000] {
         let (services, slices) = cluster(n);
         let t0 = Instant::now();
