@@ -292,7 +292,7 @@ pub fn reachable_dnat_targets(table: &Table, hook: &str, pkt: &Packet, ctx: &Nod
 ///
 /// The search keeps no per-branch heap data: a state is a [`Cursor`] of
 /// fixed size, its call stack an id of [`Calls`], so remembering a fork is
-/// one entry in a hash set of small tuples.
+/// one entry in a hash set of four numbers.
 pub fn reachable(table: &Table, hook: &str, pkt: &Packet, ctx: &NodeContext) -> Reachable {
     let mut steps = Steps::new(table);
     let mut calls = Calls::new(table);
@@ -320,7 +320,8 @@ pub fn reachable(table: &Table, hook: &str, pkt: &Packet, ctx: &NodeContext) -> 
                 continue;
             };
             if probability.is_some() {
-                if !forks.insert((at.caller, calls.position(at.chain), at.idx as u32, at.mark)) {
+                let stack = calls.canonical(at.caller);
+                if !forks.insert((stack, calls.position(at.chain), at.idx as u32, at.mark)) {
                     // Both outcomes from this very state were tried already.
                     break;
                 }
@@ -373,23 +374,37 @@ struct Cursor<'a> {
 
 /// The call stacks of the branch search, shared between branches: each id
 /// is one return point (the chain and rule to go on with, and that
-/// chain's own caller). Ids are interned, so two branches with the same
-/// call stack hold the same id, and a stack compares in one step. Chains
-/// are named by their position in the table, and every number is a `u32`,
-/// so the sets of the search stay small for tables of a million rules.
+/// chain's own caller), so a branch holds its stack as one number.
+///
+/// A call is recorded without a look-up; the same stack may then have
+/// several ids. Fork states need one name per stack, so [`Calls::canonical`]
+/// interns a stack when a random match asks for it: a kube-proxy table
+/// forks only in its `KUBE-SVC-` chains, so the stacks of the 100,000
+/// `KUBE-SEP-` calls of a large Service are never interned. Chains are
+/// named by their position in the table, and every number is a `u32`, so
+/// the search's sets stay small.
 struct Calls<'a> {
     table: &'a Table,
-    /// By id: (caller, chain position, rule to return to).
-    frames: Vec<(u32, u32, u32)>,
-    ids: HashMap<(u32, u32, u32), u32, BuildHasherDefault<MixHasher>>,
+    frames: Vec<Frame>,
+    /// Interned stacks: (interned caller, chain position, rule to return to) → id.
+    interned: HashMap<(u32, u32, u32), u32, BuildHasherDefault<MixHasher>>,
+}
+
+/// One recorded call: where it returns to.
+struct Frame {
+    caller: u32,
+    chain: u32,
+    back_to: u32,
+    /// The interned id of this stack, once asked for.
+    canonical: Option<u32>,
 }
 
 impl<'a> Calls<'a> {
-    /// The id of the empty stack (the hook's own chain).
+    /// The id of the empty stack (the hook's own chain), recorded and interned.
     const ROOT: u32 = u32::MAX;
 
     fn new(table: &'a Table) -> Calls<'a> {
-        Calls { table, frames: Vec::new(), ids: HashMap::default() }
+        Calls { table, frames: Vec::new(), interned: HashMap::default() }
     }
 
     /// The position in the table of one of its chains, from its address
@@ -402,20 +417,32 @@ impl<'a> Calls<'a> {
     /// Enters `callee` from the rule `at` points to; returning comes back
     /// to the rule after it.
     fn call(&mut self, at: Cursor<'a>, callee: &'a Chain) -> Cursor<'a> {
-        let back = (at.caller, self.position(at.chain), at.idx as u32 + 1);
-        let next = self.frames.len() as u32;
-        let id = *self.ids.entry(back).or_insert(next);
-        if id == next {
-            self.frames.push(back);
-        }
+        let id = self.frames.len() as u32;
+        self.frames.push(Frame { caller: at.caller, chain: self.position(at.chain), back_to: at.idx as u32 + 1, canonical: None });
         Cursor { chain: callee, idx: 0, caller: id, depth: at.depth + 1, mark: at.mark }
     }
 
     /// Where `at` returns to, keeping its mark; `None` at the bottom.
     fn caller(&self, at: Cursor<'a>) -> Option<Cursor<'a>> {
-        let &(caller, chain, idx) = self.frames.get(at.caller as usize)?;
-        let chain = self.table.chains.get(chain as usize)?;
-        Some(Cursor { chain, idx: idx as usize, caller, depth: at.depth - 1, mark: at.mark })
+        let f = self.frames.get(at.caller as usize)?;
+        let chain = self.table.chains.get(f.chain as usize)?;
+        Some(Cursor { chain, idx: f.back_to as usize, caller: f.caller, depth: at.depth - 1, mark: at.mark })
+    }
+
+    /// One id for every recording of the same stack: equal exactly when
+    /// the stacks are. Recurses once per caller, so at most
+    /// [`MAX_CHAIN_DEPTH`] deep.
+    fn canonical(&mut self, id: u32) -> u32 {
+        let Some(f) = self.frames.get(id as usize) else { return Calls::ROOT };
+        if let Some(c) = f.canonical {
+            return c;
+        }
+        let (caller, chain, back_to) = (f.caller, f.chain, f.back_to);
+        let caller = self.canonical(caller);
+        let fresh = self.interned.len() as u32;
+        let c = *self.interned.entry((caller, chain, back_to)).or_insert(fresh);
+        self.frames[id as usize].canonical = Some(c);
+        c
     }
 }
 
