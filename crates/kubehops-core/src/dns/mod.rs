@@ -311,7 +311,7 @@ impl ClusterDns {
                 }
             }
             QType::Srv => {
-                let (answer, additional) = self.srv_records(&fqdn, &targets);
+                let (answer, additional) = self.srv_records(&fqdn, targets);
                 resp.answer = answer;
                 resp.additional = additional;
                 resp.warnings = self.dual_stack_services(&request).map(|service| DnsWarning::DualStackSrv { service }).collect();
@@ -484,9 +484,9 @@ impl ClusterDns {
     /// A records for `qname` (the plugin's `A`): addresses once each; an
     /// external name as a CNAME, followed when it is inside the zone.
     fn a_records(&self, qname: &str, targets: &[Target], depth: usize) -> Vec<Record> {
-        let mut out: Vec<Record> = Vec::new();
+        let mut out: Vec<Record> = Vec::with_capacity(targets.len());
         // The addresses already answered, so de-duplication stays linear.
-        let mut seen: std::collections::HashSet<Ipv4Addr> = Default::default();
+        let mut seen: std::collections::HashSet<Ipv4Addr> = std::collections::HashSet::with_capacity(targets.len());
         for t in targets {
             match &t.host {
                 Host::Ip(ip) => {
@@ -524,29 +524,47 @@ impl ClusterDns {
     /// SRV records (the plugin's `SRV`): every target has priority 0 and an
     /// equal share of 100 as weight; each target name's address goes in the
     /// additional section.
-    fn srv_records(&self, qname: &str, targets: &[Target]) -> (Vec<Record>, Vec<Record>) {
+    fn srv_records(&self, qname: &str, targets: Vec<Target>) -> (Vec<Record>, Vec<Record>) {
         // SRV for ExternalName Services is not implemented by the plugin.
         let count = targets.iter().filter(|t| matches!(t.host, Host::Ip(_))).count();
         let total = 100.0 * count as f64;
         // As in the plugin, a share that rounds down to 0 is given as 1.
         let weight = if count == 0 { 0 } else { ((100.0 / total * 100.0).floor() as u16).max(1) };
         let (mut answer, mut additional) = (Vec::with_capacity(count), Vec::with_capacity(count));
-        // What is in each section already (the records differ only in
-        // these), so de-duplication stays linear. The names are the
-        // targets' own, not copies.
-        let mut in_answer: std::collections::HashSet<(u16, &str)> = std::collections::HashSet::with_capacity(count);
-        let mut in_additional: std::collections::HashSet<(&str, Ipv4Addr)> = std::collections::HashSet::with_capacity(count);
-        for t in targets {
-            let (Host::Ip(ip), Some(port)) = (&t.host, t.port) else { continue };
-            if in_answer.insert((port, &t.key)) {
-                answer.push(self.record(qname, RData::Srv { priority: 0, weight, port, target: t.key.clone() }));
-            }
-            if in_additional.insert((&t.key, *ip)) {
-                additional.push(self.record(&t.key, RData::A(*ip)));
+        let fresh = first_in_each_section(&targets);
+        // Each target's name goes into the records it makes, copied only
+        // when it makes both.
+        for (t, (to_answer, to_additional)) in targets.into_iter().zip(fresh) {
+            let (Host::Ip(ip), Some(port)) = (t.host, t.port) else { continue };
+            let srv = |target| self.record(qname, RData::Srv { priority: 0, weight, port, target });
+            match (to_answer, to_additional) {
+                (true, true) => {
+                    answer.push(srv(t.key.clone()));
+                    additional.push(Record { name: t.key, ttl: self.config.ttl, data: RData::A(ip) });
+                }
+                (true, false) => answer.push(srv(t.key)),
+                (false, true) => additional.push(Record { name: t.key, ttl: self.config.ttl, data: RData::A(ip) }),
+                (false, false) => {}
             }
         }
         (answer, additional)
     }
+}
+
+/// For each target, whether it is the first with its SRV record (port and
+/// name) and the first with its address record (name and address): the
+/// records differ only in these, so later ones are duplicates. One pass
+/// with a set per section, so de-duplication stays linear.
+fn first_in_each_section(targets: &[Target]) -> Vec<(bool, bool)> {
+    let mut in_answer: std::collections::HashSet<(u16, &str)> = std::collections::HashSet::with_capacity(targets.len());
+    let mut in_additional: std::collections::HashSet<(&str, Ipv4Addr)> = std::collections::HashSet::with_capacity(targets.len());
+    targets
+        .iter()
+        .map(|t| match (&t.host, t.port) {
+            (Host::Ip(ip), Some(port)) => (in_answer.insert((port, &t.key)), in_additional.insert((&t.key, *ip))),
+            _ => (false, false),
+        })
+        .collect()
 }
 
 /// Appends the label an endpoint answers to under its Service (the
@@ -557,19 +575,22 @@ fn push_endpoint_label(out: &mut String, ep: &Endpoint) {
         out.push_str(h);
         return;
     }
+    // At most 15 ASCII bytes (`255-255-255-255`), spelt on the stack and
+    // appended at once, without the formatting machinery.
+    let (mut buf, mut len) = ([0u8; 15], 0);
     for (i, octet) in ep.ip.octets().into_iter().enumerate() {
+        let digits = [octet / 100, octet / 10 % 10, octet % 10];
+        let skip = if octet >= 100 { 0 } else if octet >= 10 { 1 } else { 2 };
         if i > 0 {
-            out.push('-');
+            buf[len] = b'-';
+            len += 1;
         }
-        // The decimal digits without the formatting machinery.
-        if octet >= 100 {
-            out.push(char::from(b'0' + octet / 100));
+        for d in &digits[skip..] {
+            buf[len] = b'0' + d;
+            len += 1;
         }
-        if octet >= 10 {
-            out.push(char::from(b'0' + octet / 10 % 10));
-        }
-        out.push(char::from(b'0' + octet % 10));
     }
+    out.push_str(std::str::from_utf8(&buf[..len]).unwrap_or_default());
 }
 
 /// The plugin's "no such name" (NXDOMAIN).
