@@ -2,14 +2,21 @@
 //! for 1,000 and 10,000 Services with 3 endpoints each, and one packet's
 //! trace through it; then one Service with 10,000 and 100,000 endpoints
 //! (iptables-save, trace, and dig A and SRV on it as a headless Service),
-//! side by side with the ratio, which is about 10 when the cost is linear.
+//! side by side with the ratio, which is about 10 when the cost is linear,
+//! and per endpoint the time, the allocations and the peak heap bytes. The
+//! endpoint table times the thread's CPU (Linux) and the best of three runs.
 //! Prints figures; asserts nothing about time.
 //!
 //! `cargo run --release -p kubehops-core --example bench`
+//!
+//! `bench <case> <n>` (case: `save`, `trace`, `dig-a` or `dig-srv`) runs one
+//! operation once on one Service with `n` endpoints, inside the function
+//! `measured`, so that an instruction counter can be pointed at that alone:
+//! `valgrind --tool=callgrind --toggle-collect='*measured*' target/release/examples/bench trace 100000`.
 
 use kubehops_core::api::*;
 use kubehops_core::dns::{ClusterDns, DnsConfig, QType};
-use kubehops_core::dataplane::kubeproxy::{sync_node, KubeProxyConfig};
+use kubehops_core::dataplane::kubeproxy::{sync_node, KubeProxyConfig, NodeRules};
 use kubehops_core::net::{ip, Packet, Protocol, SockAddr};
 use kubehops_core::dataplane::trace::trace;
 use std::net::Ipv4Addr;
@@ -94,49 +101,237 @@ fn one_big_service(n: usize, headless: bool) -> (Service, Vec<EndpointSlice>) {
 }
 
 /// The best time of three runs of `f` (the others met a busier machine or
-/// allocator), and what it returned.
+/// allocator), on [`cpu_clock`], and what it returned.
 fn timed<T>(f: impl Fn() -> T) -> (Duration, T) {
     let mut best = (Duration::MAX, None);
     for _ in 0..3 {
-        let t = Instant::now();
+        let t = cpu_clock();
         let r = f();
-        best = (best.0.min(t.elapsed()), Some(r));
+        best = (best.0.min(cpu_clock().saturating_sub(t)), Some(r));
     }
     (best.0, best.1.expect("ran"))
 }
 
+/// The CPU time this thread has used, on Linux: on a shared machine the
+/// wall clock also counts the time the scheduler gave to other processes,
+/// which has nothing to do with the code. Elsewhere, the wall clock.
+fn cpu_clock() -> Duration {
+    thread_cpu_time().unwrap_or_else(|| START.with(|s| s.elapsed()))
+}
+
+thread_local! {
+    static START: Instant = Instant::now();
+}
+
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+fn thread_cpu_time() -> Option<Duration> {
+    #[repr(C)]
+    struct Timespec {
+        sec: i64,
+        nsec: i64,
+    }
+    extern "C" {
+        fn clock_gettime(clock: i32, time: *mut Timespec) -> i32;
+    }
+    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
+    let mut t = Timespec { sec: 0, nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec, into the one it is given.
+    let ok = unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0;
+    ok.then(|| Duration::new(t.sec as u64, t.nsec as u32))
+}
+
+#[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
+fn thread_cpu_time() -> Option<Duration> {
+    None
+}
+
+/// The operations of the table, by the name `bench <case> <n>` takes and
+/// the name the table prints.
+const CASES: [(&str, &str); 4] = [("save", "iptables-save"), ("trace", "trace"), ("dig-a", "dig A (headless)"), ("dig-srv", "dig SRV (headless)")];
+
+/// One operation at one size: the best time, the results, and from one
+/// run the allocations and the peak of memory held beyond what was held
+/// before (its result included).
+#[derive(Clone, Copy)]
+struct Run {
+    time: Duration,
+    results: usize,
+    allocations: usize,
+    peak_bytes: usize,
+}
+
+fn run(case: &str, setup: &Setup) -> Run {
+    let (time, results) = timed(|| measured(case, setup));
+    let before = heap::start();
+    measured(case, setup);
+    let (allocations, peak_bytes) = heap::since(before);
+    Run { time, results, allocations, peak_bytes }
+}
+
 /// Times each operation on one Service with 10,000 and with 100,000
-/// endpoints and prints them with the ratio.
+/// endpoints and prints them with the ratio; then per endpoint the time,
+/// the allocations and the peak memory, which stay the same at both sizes
+/// when the cost is linear. The time per endpoint can still grow while
+/// the other two do not: 100,000 endpoints' data no longer fits in the
+/// caches (see the README).
 fn endpoints_scale(node: &Node, cfg: &KubeProxyConfig) {
     let sizes = [10_000usize, 100_000];
-    let mut rows: Vec<(&str, Vec<(Duration, usize)>)> = ["iptables-save", "trace", "dig A (headless)", "dig SRV (headless)"].into_iter().map(|n| (n, Vec::new())).collect();
+    let mut runs: Vec<Vec<Run>> = vec![Vec::new(); CASES.len()];
     for n in sizes {
+        let setup = Setup::new(n, node.clone(), cfg.clone());
+        for (row, (case, _)) in runs.iter_mut().zip(CASES) {
+            let r = run(case, &setup);
+            // Every endpoint is reached and answered, or the figures would mislead.
+            assert!(case == "save" || r.results == n, "{case}: {} results for {n} endpoints", r.results);
+            row.push(r);
+        }
+    }
+    println!("bench: one Service with N endpoints (CPU) {:>20} {:>24}   ratio", format!("N = {}", sizes[0]), format!("N = {}", sizes[1]));
+    for (row, (_, name)) in runs.iter().zip(CASES) {
+        let cell = |r: &Run| format!("{:>9.1} ms ({:>6})", r.time.as_secs_f64() * 1e3, r.results);
+        let ratio = row[1].time.as_secs_f64() / row[0].time.as_secs_f64().max(1e-9);
+        println!("bench:   {name:<28} {:>24} {:>24}   {ratio:>5.1}x", cell(&row[0]), cell(&row[1]));
+    }
+    println!("bench: per endpoint, N = 10000 | 100000:  {:>17} {:>21} {:>21}", "ns", "allocations", "peak bytes");
+    for (row, (_, name)) in runs.iter().zip(CASES) {
+        // A figure of each run, divided by its size.
+        let pair = |total: fn(&Run) -> f64| format!("{:>9.1} |{:>6.1}", total(&row[0]) / sizes[0] as f64, total(&row[1]) / sizes[1] as f64);
+        let ns = pair(|r| r.time.as_secs_f64() * 1e9);
+        let allocs = pair(|r| r.allocations as f64);
+        let bytes = pair(|r| r.peak_bytes as f64);
+        println!("bench:   {name:<32} {ns:>17} {allocs:>21} {bytes:>21}");
+    }
+}
+
+/// Counts the heap: allocations, and the bytes held now and at most, so
+/// that the bench can print memory per endpoint, which is the same on
+/// every machine (the time is not).
+mod heap {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+    struct Counting;
+
+    static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+    static HELD: AtomicUsize = AtomicUsize::new(0);
+    static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+    #[global_allocator]
+    static COUNTING: Counting = Counting;
+
+    fn grew(by: usize) {
+        ALLOCATIONS.fetch_add(1, Relaxed);
+        let held = HELD.fetch_add(by, Relaxed) + by;
+        PEAK.fetch_max(held, Relaxed);
+    }
+
+    // SAFETY: every call is passed on to the system allocator unchanged;
+    // the counters only watch.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            let p = unsafe { System.alloc(layout) };
+            if !p.is_null() {
+                grew(layout.size());
+            }
+            p
+        }
+
+        unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
+            unsafe { System.dealloc(p, layout) };
+            HELD.fetch_sub(layout.size(), Relaxed);
+        }
+
+        unsafe fn realloc(&self, p: *mut u8, layout: Layout, size: usize) -> *mut u8 {
+            let q = unsafe { System.realloc(p, layout, size) };
+            if !q.is_null() {
+                HELD.fetch_sub(layout.size(), Relaxed);
+                grew(size);
+            }
+            q
+        }
+    }
+
+    /// Starts counting: (allocations so far, bytes held now).
+    pub fn start() -> (usize, usize) {
+        let held = HELD.load(Relaxed);
+        PEAK.store(held, Relaxed);
+        (ALLOCATIONS.load(Relaxed), held)
+    }
+
+    /// Allocations since `start`, and the peak of bytes held beyond what was held then.
+    pub fn since((allocations, held): (usize, usize)) -> (usize, usize) {
+        (ALLOCATIONS.load(Relaxed) - allocations, PEAK.load(Relaxed) - held)
+    }
+}
+
+/// What [`measured`] runs on: one Service with its endpoints, its rules,
+/// and the same Service headless in CoreDNS's view.
+struct Setup {
+    node: Node,
+    cfg: KubeProxyConfig,
+    svc: Service,
+    slices: Vec<EndpointSlice>,
+    rules: NodeRules,
+    dns: ClusterDns,
+    pkt: Packet,
+}
+
+/// One operation of the table, run once (`save` is the rule set and its
+/// text); how many results it gave. Kept out of line so that a profiler
+/// can count it alone.
+#[inline(never)]
+fn measured(case: &str, s: &Setup) -> usize {
+    match case {
+        "save" => sync_node(&s.node, std::slice::from_ref(&s.svc), &s.slices, &s.cfg).save().len(),
+        "trace" => trace(&s.rules, &s.node, &s.pkt, false).targets.len(),
+        "dig-a" => s.dns.query("web.bench.svc.cluster.local.", QType::A).map_or(0, |r| r.answer.len()),
+        _ => s.dns.query("_http._tcp.web.bench.svc.cluster.local.", QType::Srv).map_or(0, |r| r.answer.len()),
+    }
+}
+
+impl Setup {
+    fn new(n: usize, node: Node, cfg: KubeProxyConfig) -> Setup {
         let (svc, slices) = one_big_service(n, false);
-        let (t, rules) = timed(|| sync_node(node, std::slice::from_ref(&svc), &slices, cfg));
-        let (t2, lines) = timed(|| rules.save());
-        rows[0].1.push((t + t2, lines.len()));
+        let rules = sync_node(&node, std::slice::from_ref(&svc), &slices, &cfg);
+        let (headless, hslices) = one_big_service(n, true);
+        let dns = ClusterDns::new(DnsConfig::default(), std::slice::from_ref(&headless), &hslices);
         let pkt = Packet::new(Protocol::Tcp, SockAddr::new(ip(10, 0, 0, 5), 40000), SockAddr::new(ip(10, 96, 0, 50), 80));
-        let (t, r) = timed(|| trace(&rules, node, &pkt, false));
-        assert!(r.targets_complete);
-        rows[1].1.push((t, r.targets.len()));
-        let (svc, slices) = one_big_service(n, true);
-        let dns = ClusterDns::new(DnsConfig::default(), std::slice::from_ref(&svc), &slices);
-        let (t, a) = timed(|| dns.query("web.bench.svc.cluster.local.", QType::A).map_or(0, |r| r.answer.len()));
-        rows[2].1.push((t, a));
-        let (t, srv) = timed(|| dns.query("_http._tcp.web.bench.svc.cluster.local.", QType::Srv).map_or(0, |r| r.answer.len()));
-        rows[3].1.push((t, srv));
+        Setup { node, cfg, svc, slices, rules, dns, pkt }
     }
-    println!("bench: one Service with N endpoints   {:>24} {:>24}   ratio", format!("N = {}", sizes[0]), format!("N = {}", sizes[1]));
-    for (name, runs) in rows {
-        let cell = |(t, count): (Duration, usize)| format!("{:>9.1} ms ({count:>6})", t.as_secs_f64() * 1e3);
-        let ratio = runs[1].0.as_secs_f64() / runs[0].0.as_secs_f64().max(1e-9);
-        println!("bench:   {name:<28} {:>24} {:>24}   {ratio:>5.1}x", cell(runs[0]), cell(runs[1]));
-    }
+}
+
+/// `bench <case> <n>`: sets up, then runs [`measured`] once.
+fn one_case(case: &str, n: usize, node: Node, cfg: KubeProxyConfig) {
+    let setup = Setup::new(n, node, cfg);
+    let (faults, t, heap) = (minor_faults(), cpu_clock(), heap::start());
+    let count = measured(case, &setup);
+    let el = cpu_clock().saturating_sub(t);
+    let (allocations, peak) = heap::since(heap);
+    let faults = minor_faults().zip(faults).map_or("unknown".to_string(), |(a, b)| (a - b).to_string());
+    println!("bench: {case} on {n} endpoints: {count} results in {:.1} ms of CPU, {allocations} allocations, peak {peak} bytes, {faults} page faults", el.as_secs_f64() * 1e3);
+}
+
+/// The process's minor page faults so far (Linux only: `/proc/self/stat`).
+fn minor_faults() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the parenthesised command name; minflt is the 10th field.
+    stat.rsplit_once(')')?.1.split_whitespace().nth(7)?.parse().ok()
 }
 
 fn main() {
     let node = Node { name: "node-0".into(), internal_ip: ip(192, 168, 0, 2), pod_cidr: None };
     let cfg = KubeProxyConfig { cluster_cidr: Some("10.0.0.0/8".parse().expect("valid")), ..Default::default() };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [case, n] = args.as_slice() {
+        let cases = CASES.map(|(c, _)| c);
+        match n.parse() {
+            Ok(n) if cases.contains(&case.as_str()) => return one_case(case, n, node, cfg),
+            _ => {
+                eprintln!("usage: bench [<case> <n>], case one of {cases:?}, n a count of endpoints");
+                std::process::exit(2);
+            }
+        }
+    }
     for n in [1_000usize, 10_000] {
         let (services, slices) = cluster(n);
         let t0 = Instant::now();

@@ -11,7 +11,8 @@
 use crate::dataplane::iptables::{Chain, Match, RuleRef, Table, Target};
 use crate::net::{Packet, SockAddr};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::net::Ipv4Addr;
 
 /// Decides each `-m statistic --mode random` match.
@@ -129,7 +130,33 @@ const MAX_CHAIN_DEPTH: usize = 64;
 /// by tables that call the same chains over and over.
 fn step_budget(table: &Table) -> usize {
     let rules: usize = table.chains.iter().map(|c| c.rules.len()).sum();
-    8 * rules + 10_000
+    8 * rules + BUDGET_FLOOR
+}
+
+/// The part of [`step_budget`] that does not depend on the table.
+const BUDGET_FLOOR: usize = 10_000;
+
+/// Counts the rule visits of one walk or search against [`step_budget`].
+/// The budget is summed over the table only once the count passes
+/// [`BUDGET_FLOOR`]: for a large table the sum reads every chain, which
+/// costs more than a short walk.
+struct Steps<'a> {
+    table: &'a Table,
+    budget: Option<usize>,
+    taken: usize,
+}
+
+impl<'a> Steps<'a> {
+    fn new(table: &'a Table) -> Steps<'a> {
+        Steps { table, budget: None, taken: 0 }
+    }
+
+    /// Counts one visit; false once the budget is spent.
+    fn take(&mut self) -> bool {
+        self.taken += 1;
+        let table = self.table;
+        self.taken <= BUDGET_FLOOR || self.taken <= *self.budget.get_or_insert_with(|| step_budget(table))
+    }
 }
 
 /// What one matched rule does to the walk.
@@ -173,10 +200,9 @@ pub fn walk(table: &Table, hook: &str, pkt: &Packet, mark: u32, ctx: &NodeContex
     let mut w = Walk { verdict: Verdict::Accept, matched: Vec::new(), mark, recent_set: Vec::new() };
     // A stack of (chain, next rule index); bounded so a loop in bad rules cannot hang.
     let mut stack: Vec<(&Chain, usize)> = table.chain(hook).map(|c| (c, 0)).into_iter().collect();
-    let (budget, mut steps) = (step_budget(table), 0);
+    let mut steps = Steps::new(table);
     while let Some((chain, idx)) = stack.pop() {
-        steps += 1;
-        if steps > budget || stack.len() > MAX_CHAIN_DEPTH {
+        if !steps.take() || stack.len() > MAX_CHAIN_DEPTH {
             w.verdict = Verdict::Drop;
             return w;
         }
@@ -277,67 +303,240 @@ pub fn reachable_dnat_targets(table: &Table, hook: &str, pkt: &Packet, ctx: &Nod
 
 /// Searches every branch of the walk from `hook`: at a random match both
 /// outcomes are followed, the failing one from the next rule. The walk
-/// state (chain stack and mark) at each random match is remembered, so no
-/// state is explored twice and the search is linear in the rules it
+/// state (call stack, rule and mark) at each random match is remembered,
+/// so no state is explored twice and the search is linear in the rules it
 /// visits: for a Service with n endpoints, n forks of one rule each plus
 /// each endpoint's chain.
+///
+/// The search keeps no per-branch heap data: a state is a [`Cursor`] of
+/// fixed size and its call stack an id of [`Calls`]; the fork states are
+/// four numbers each, mostly kept as runs of rules ([`Forks`]).
 pub fn reachable(table: &Table, hook: &str, pkt: &Packet, ctx: &NodeContext) -> Reachable {
-    // Chains are remembered by address: the stack holds the table's own.
-    type State<'a> = (Vec<(&'a Chain, usize)>, u32);
-    let key = |stack: &[(&Chain, usize)], mark: u32| -> (Vec<(usize, usize)>, u32) { (stack.iter().map(|(c, i)| (*c as *const Chain as usize, *i)).collect(), mark) };
-    let (budget, mut steps) = (step_budget(table), 0);
-    let mut found = BTreeSet::new();
-    let mut forks: HashSet<(Vec<(usize, usize)>, u32)> = HashSet::new();
-    let mut todo: Vec<State> = vec![(table.chain(hook).map(|c| (c, 0)).into_iter().collect(), 0)];
-    while let Some((mut stack, mut mark)) = todo.pop() {
-        while let Some((chain, idx)) = stack.pop() {
-            steps += 1;
-            if steps > budget {
-                return Reachable { targets: found.into_iter().collect(), complete: false };
+    let mut steps = Steps::new(table);
+    let mut calls = Calls::new(table);
+    let mut found = Vec::new();
+    let mut forks = Forks::default();
+    let mut todo: Vec<Cursor> = table.chain(hook).map(|chain| Cursor { chain, idx: 0, caller: Calls::ROOT, depth: 0, mark: 0 }).into_iter().collect();
+    'branch: while let Some(mut at) = todo.pop() {
+        loop {
+            if !steps.take() {
+                return Reachable { targets: sorted(found), complete: false };
             }
-            if stack.len() > MAX_CHAIN_DEPTH {
+            if at.depth > MAX_CHAIN_DEPTH {
                 break;
             }
-            let Some(rule) = chain.rules.get(idx) else {
-                if chain.is_builtin() {
-                    break;
+            let Some(rule) = at.chain.rules.get(at.idx) else {
+                // The end of a user chain climbs back; of a built-in one, accepts.
+                match calls.caller(at) {
+                    Some(back) if !at.chain.is_builtin() => at = back,
+                    _ => break,
                 }
                 continue;
             };
-            let Some(probability) = fixed_matches(&rule.matches, pkt, mark, ctx) else {
-                stack.push((chain, idx + 1));
+            let Some(probability) = fixed_matches(&rule.matches, pkt, at.mark, ctx) else {
+                at.idx += 1;
                 continue;
             };
             if probability.is_some() {
-                stack.push((chain, idx));
-                let fresh = forks.insert(key(&stack, mark));
-                stack.pop();
-                if !fresh {
+                let stack = calls.canonical(at.caller);
+                if !forks.insert(stack, calls.position(at.chain), at.idx as u32, at.mark) {
                     // Both outcomes from this very state were tried already.
                     break;
                 }
                 // The draw could fail: that branch goes on with the next rule.
-                let mut miss = stack.clone();
-                miss.push((chain, idx + 1));
-                todo.push((miss, mark));
+                todo.push(Cursor { idx: at.idx + 1, ..at });
             }
-            match effect(&rule.target, &mut mark, chain.is_builtin()) {
-                Effect::Next => stack.push((chain, idx + 1)),
-                Effect::Descend(next) => {
-                    stack.push((chain, idx + 1));
-                    stack.extend(table.chain(next).map(|c| (c, 0)));
-                }
-                Effect::Climb => {}
+            match effect(&rule.target, &mut at.mark, at.chain.is_builtin()) {
+                Effect::Next => at.idx += 1,
+                Effect::Descend(next) => match table.chain(next) {
+                    Some(chain) => at = calls.call(at, chain),
+                    // A jump to a chain that does not exist does nothing.
+                    None => at.idx += 1,
+                },
+                Effect::Climb => match calls.caller(at) {
+                    Some(back) => at = back,
+                    None => continue 'branch,
+                },
                 Effect::End(v) => {
                     if let Verdict::Dnat(to) = v {
-                        found.insert(to);
+                        found.push(to);
                     }
                     break;
                 }
             }
         }
     }
-    Reachable { targets: found.into_iter().collect(), complete: true }
+    Reachable { targets: sorted(found), complete: true }
+}
+
+/// Sorted in `SockAddr`'s order (address, then port) and without
+/// duplicates. Each target is sorted as one integer in that order, which
+/// compares much faster than the address's octets.
+fn sorted(targets: Vec<SockAddr>) -> Vec<SockAddr> {
+    let mut keys: Vec<u64> = targets.iter().map(|t| (u64::from(u32::from(t.ip)) << 16) | u64::from(t.port)).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.into_iter().map(|k| SockAddr::new(Ipv4Addr::from((k >> 16) as u32), k as u16)).collect()
+}
+
+/// The fork states the search has seen: (call stack, chain, rule, mark).
+/// The random matches of a `KUBE-SVC-` chain are met one after the other,
+/// each by the branch where the one before failed, so the states of one
+/// (stack, chain, mark) are kept as the run of rules seen from the first;
+/// a state out of order goes in a set. For a Service of 100,000 endpoints
+/// that is one small entry instead of 100,000, which stays in the cache.
+#[derive(Default)]
+struct Forks {
+    runs: HashMap<(u32, u32, u32), std::ops::Range<u32>, BuildHasherDefault<MixHasher>>,
+    others: HashSet<(u32, u32, u32, u32), BuildHasherDefault<MixHasher>>,
+}
+
+impl Forks {
+    /// Remembers a state; false if it was seen already. A run and the set
+    /// never hold the same state.
+    fn insert(&mut self, stack: u32, chain: u32, rule: u32, mark: u32) -> bool {
+        let run = match self.runs.entry((stack, chain, mark)) {
+            // The first of its run: no other state of the run was seen.
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(rule..rule + 1);
+                return true;
+            }
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+        };
+        if run.contains(&rule) {
+            return false;
+        }
+        if rule == run.end && !self.others.contains(&(stack, chain, rule, mark)) {
+            run.end += 1;
+            return true;
+        }
+        self.others.insert((stack, chain, rule, mark))
+    }
+}
+
+/// Where the branch search is: a rule of a chain, the call stack below it
+/// (an id of [`Calls`]) and its depth, and the packet mark.
+#[derive(Clone, Copy)]
+struct Cursor<'a> {
+    chain: &'a Chain,
+    idx: usize,
+    caller: u32,
+    depth: usize,
+    mark: u32,
+}
+
+/// The call stacks of the branch search, shared between branches: each id
+/// is one return point (the chain and rule to go on with, and that
+/// chain's own caller), so a branch holds its stack as one number.
+///
+/// A call is recorded without a look-up; the same stack may then have
+/// several ids. Fork states need one name per stack, so [`Calls::canonical`]
+/// interns a stack when a random match asks for it: a kube-proxy table
+/// forks only in its `KUBE-SVC-` chains, so the stacks of the 100,000
+/// `KUBE-SEP-` calls of a large Service are never interned. Chains are
+/// named by their position in the table, and every number is a `u32`, so
+/// the search's sets stay small.
+struct Calls<'a> {
+    table: &'a Table,
+    frames: Vec<Frame>,
+    /// Interned stacks: (interned caller, chain position, rule to return to) → id.
+    interned: HashMap<(u32, u32, u32), u32, BuildHasherDefault<MixHasher>>,
+}
+
+/// One recorded call: where it returns to.
+struct Frame {
+    caller: u32,
+    chain: u32,
+    back_to: u32,
+    /// The interned id of this stack, once asked for.
+    canonical: Option<u32>,
+}
+
+impl<'a> Calls<'a> {
+    /// The id of the empty stack (the hook's own chain), recorded and interned.
+    const ROOT: u32 = u32::MAX;
+
+    fn new(table: &'a Table) -> Calls<'a> {
+        Calls { table, frames: Vec::new(), interned: HashMap::default() }
+    }
+
+    /// The position in the table of one of its chains, from its address
+    /// (the search holds only the table's own chains).
+    fn position(&self, chain: &Chain) -> u32 {
+        let base = self.table.chains.as_ptr() as usize;
+        ((chain as *const Chain as usize - base) / std::mem::size_of::<Chain>()) as u32
+    }
+
+    /// Enters `callee` from the rule `at` points to; returning comes back
+    /// to the rule after it.
+    fn call(&mut self, at: Cursor<'a>, callee: &'a Chain) -> Cursor<'a> {
+        let id = self.frames.len() as u32;
+        self.frames.push(Frame { caller: at.caller, chain: self.position(at.chain), back_to: at.idx as u32 + 1, canonical: None });
+        Cursor { chain: callee, idx: 0, caller: id, depth: at.depth + 1, mark: at.mark }
+    }
+
+    /// Where `at` returns to, keeping its mark; `None` at the bottom.
+    fn caller(&self, at: Cursor<'a>) -> Option<Cursor<'a>> {
+        let f = self.frames.get(at.caller as usize)?;
+        let chain = self.table.chains.get(f.chain as usize)?;
+        Some(Cursor { chain, idx: f.back_to as usize, caller: f.caller, depth: at.depth - 1, mark: at.mark })
+    }
+
+    /// One id for every recording of the same stack: equal exactly when
+    /// the stacks are. Recurses once per caller, so at most
+    /// [`MAX_CHAIN_DEPTH`] deep.
+    fn canonical(&mut self, id: u32) -> u32 {
+        let Some(f) = self.frames.get(id as usize) else { return Calls::ROOT };
+        if let Some(c) = f.canonical {
+            return c;
+        }
+        let (caller, chain, back_to) = (f.caller, f.chain, f.back_to);
+        let caller = self.canonical(caller);
+        let fresh = self.interned.len() as u32;
+        let c = *self.interned.entry((caller, chain, back_to)).or_insert(fresh);
+        self.frames[id as usize].canonical = Some(c);
+        c
+    }
+}
+
+/// A fast hasher for the search's keys (positions, rule indices, marks),
+/// which come from the table and not from the user, so they need no
+/// defence against chosen collisions. Each word is mixed in by
+/// multiplication, and `finish` spreads the bits so that the low ones,
+/// which pick the bucket, depend on all of them.
+#[derive(Default)]
+struct MixHasher(u64);
+
+impl Hasher for MixHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        // MurmurHash3's 64-bit finaliser.
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^ (h >> 33)
+    }
 }
 
 /// Where a packet enters a node's netfilter hooks.
@@ -511,6 +710,44 @@ mod tests {
         // its step budget grows with the table.
         let mut never = FixedDraws::new(vec![1.0; n]);
         assert_eq!(walk(&t, "PREROUTING", &pkt(ip(10, 96, 0, 50), 80), 0, &NodeContext::new(vec![]), &mut never).verdict, Verdict::Dnat(got.targets[n - 1]));
+    }
+
+    #[test]
+    fn a_state_reached_by_two_paths_is_searched_once() {
+        // C_d: a random jump to an empty chain, then a jump to C_{d+1}.
+        // Both outcomes of each random match go on to the same jump with
+        // the same call stack, so 2^40 paths meet in 40 states; the search
+        // finishes within its budget only if it sees them as the same.
+        let mut t = Table::new(TableName::Nat);
+        t.append("PREROUTING", Rule::new(vec![], Target::Jump("C0".into())));
+        t.ensure_chain("NOTHING");
+        for d in 0..40 {
+            t.append(&format!("C{d}"), Rule::new(vec![Match::Probability(0.5)], Target::Jump("NOTHING".into())));
+            t.append(&format!("C{d}"), Rule::new(vec![], Target::Jump(format!("C{}", d + 1))));
+        }
+        t.append("C40", Rule::new(vec![], Target::Dnat(SockAddr::new(ip(10, 0, 0, 1), 80))));
+        let got = reachable(&t, "PREROUTING", &pkt(ip(10, 96, 0, 50), 80), &NodeContext::new(vec![]));
+        assert!(got.complete);
+        assert_eq!(got.targets, [SockAddr::new(ip(10, 0, 0, 1), 80)]);
+    }
+
+    #[test]
+    fn fork_states_are_new_exactly_once() {
+        // Against a plain set: runs in order, states out of order, repeats,
+        // and a state first kept in the set that the run then reaches.
+        let mut forks = Forks::default();
+        let mut plain = HashSet::new();
+        let mut dice = SeededDice(7);
+        let mut states: Vec<(u32, u32, u32, u32)> = (0..40).map(|r| (0, 1, r, 0)).collect();
+        states.extend([(0, 1, 45, 0), (0, 1, 40, 0), (0, 1, 41, 0), (0, 1, 45, 0), (0, 1, 42, 0), (0, 1, 43, 0), (0, 1, 44, 0), (0, 1, 45, 0), (0, 1, 46, 0)]);
+        states.extend((0..5000).map(|_| {
+            let mut pick = |n: f64| (dice.next_f64() * n) as u32;
+            (pick(3.0), pick(3.0), pick(60.0), pick(2.0))
+        }));
+        for (i, &(stack, chain, rule, mark)) in states.iter().enumerate() {
+            assert_eq!(forks.insert(stack, chain, rule, mark), plain.insert((stack, chain, rule, mark)), "state {i}: {:?}", states[i]);
+        }
+        assert_eq!(forks.runs.get(&(0, 1, 0)).map(|r| r.start), Some(0));
     }
 
     #[test]

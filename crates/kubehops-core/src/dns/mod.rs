@@ -204,7 +204,8 @@ enum Host {
 /// `msg.Service`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Target {
-    /// The name of the thing itself: the Service's or the endpoint's FQDN.
+    /// The name of the thing itself: the Service's or the endpoint's FQDN,
+    /// with the trailing dot.
     key: String,
     host: Host,
     /// `None` for ExternalName Services and for endpoints of a slice with no ports.
@@ -321,7 +322,7 @@ impl ClusterDns {
                 }
             }
             QType::Srv => {
-                let (answer, additional) = self.srv_records(&fqdn, &targets);
+                let (answer, additional) = self.srv_records(&fqdn, targets);
                 resp.answer = answer;
                 resp.additional = additional;
                 resp.warnings = self.dual_stack_services(&request).map(|service| DnsWarning::DualStackSrv { service }).collect();
@@ -414,7 +415,7 @@ impl ClusterDns {
                     return Err(NameError);
                 }
                 let ip: Ipv4Addr = name.replace('-', ".").parse().map_err(|_| NameError)?;
-                let key = format!("{name}.{namespace}.pod.{zone}");
+                let key = format!("{name}.{namespace}.pod.{zone}.");
                 Ok(vec![Target { key, host: Host::Ip(ip), port: None }])
             }
             Request::Service { namespace, service, endpoint, port, proto } => {
@@ -431,7 +432,7 @@ impl ClusterDns {
         let mut found = Vec::new();
         let mut matched = false;
         for svc in self.services.iter().filter(|s| s.namespace == ns && s.name.eq_ignore_ascii_case(name)) {
-            let svc_fqdn = format!("{}.{}.svc.{zone}", svc.name, svc.namespace);
+            let svc_fqdn = format!("{}.{}.svc.{zone}.", svc.name, svc.namespace);
             // An ExternalName Service has no endpoints and no port names:
             // with labels in front of it, the name does not exist.
             if svc.spec.type_ == ServiceType::ExternalName {
@@ -445,26 +446,7 @@ impl ClusterDns {
             // An endpoint name, or any name of a headless Service, is
             // answered from the ready endpoints.
             if svc.spec.headless || endpoint.is_some() {
-                for slice in self.slices.iter().filter(|s| s.namespace == svc.namespace && s.service_name == svc.name) {
-                    for ep in slice.endpoints.iter().filter(|e| e.ready) {
-                        let host_label = endpoint_label(ep);
-                        if endpoint.is_some_and(|e| !e.eq_ignore_ascii_case(&host_label)) {
-                            continue;
-                        }
-                        let key = format!("{host_label}.{svc_fqdn}");
-                        if slice.ports.is_empty() {
-                            if port.is_none() && proto.is_none() {
-                                matched = true;
-                                found.push(Target { key: key.clone(), host: Host::Ip(ep.ip), port: None });
-                            }
-                            continue;
-                        }
-                        for p in slice.ports.iter().filter(|p| matches(port, p.name.as_deref().unwrap_or("")) && matches(proto, p.protocol.lower())) {
-                            matched = true;
-                            found.push(Target { key: key.clone(), host: Host::Ip(ep.ip), port: Some(p.port) });
-                        }
-                    }
-                }
+                matched |= self.endpoint_targets(svc, &svc_fqdn, endpoint, port, proto, &mut found);
                 continue;
             }
             let Some(ip) = svc.spec.cluster_ip else { continue };
@@ -480,12 +462,42 @@ impl ClusterDns {
         }
     }
 
+    /// Adds a target for each ready endpoint of `svc` and each of its
+    /// ports that the question names; whether there was one.
+    fn endpoint_targets(&self, svc: &Service, svc_fqdn: &str, endpoint: Option<&str>, port: Option<&str>, proto: Option<&str>, found: &mut Vec<Target>) -> bool {
+        let mut matched = false;
+        for slice in self.slices.iter().filter(|s| s.namespace == svc.namespace && s.service_name == svc.name) {
+            // The ports asked for are the same for every endpoint of the slice.
+            let ports: Vec<Option<u16>> = if slice.ports.is_empty() {
+                (port.is_none() && proto.is_none()).then_some(None).into_iter().collect()
+            } else {
+                slice.ports.iter().filter(|p| matches(port, p.name.as_deref().unwrap_or("")) && matches(proto, p.protocol.lower())).map(|p| Some(p.port)).collect()
+            };
+            let Some((last, rest)) = ports.split_last() else { continue };
+            for ep in slice.endpoints.iter().filter(|e| e.ready) {
+                // The name is built once, in place: for a Service of
+                // 100,000 endpoints the strings are most of the work.
+                let mut key = String::with_capacity(16 + svc_fqdn.len());
+                push_endpoint_label(&mut key, ep);
+                if endpoint.is_some_and(|e| !e.eq_ignore_ascii_case(&key)) {
+                    continue;
+                }
+                key.push('.');
+                key.push_str(svc_fqdn);
+                matched = true;
+                found.extend(rest.iter().map(|&port| Target { key: key.clone(), host: Host::Ip(ep.ip), port }));
+                found.push(Target { key, host: Host::Ip(ep.ip), port: *last });
+            }
+        }
+        matched
+    }
+
     /// A records for `qname` (the plugin's `A`): addresses once each; an
     /// external name as a CNAME, followed when it is inside the zone.
     fn a_records(&self, qname: &str, targets: &[Target], depth: usize) -> Vec<Record> {
-        let mut out: Vec<Record> = Vec::new();
+        let mut out: Vec<Record> = Vec::with_capacity(targets.len());
         // The addresses already answered, so de-duplication stays linear.
-        let mut seen: std::collections::HashSet<Ipv4Addr> = Default::default();
+        let mut seen: std::collections::HashSet<Ipv4Addr> = std::collections::HashSet::with_capacity(targets.len());
         for t in targets {
             match &t.host {
                 Host::Ip(ip) => {
@@ -523,38 +535,73 @@ impl ClusterDns {
     /// SRV records (the plugin's `SRV`): every target has priority 0 and an
     /// equal share of 100 as weight; each target name's address goes in the
     /// additional section.
-    fn srv_records(&self, qname: &str, targets: &[Target]) -> (Vec<Record>, Vec<Record>) {
+    fn srv_records(&self, qname: &str, targets: Vec<Target>) -> (Vec<Record>, Vec<Record>) {
         // SRV for ExternalName Services is not implemented by the plugin.
-        let targets: Vec<&Target> = targets.iter().filter(|t| matches!(t.host, Host::Ip(_))).collect();
-        let total = 100.0 * targets.len() as f64;
+        let count = targets.iter().filter(|t| matches!(t.host, Host::Ip(_))).count();
+        let total = 100.0 * count as f64;
         // As in the plugin, a share that rounds down to 0 is given as 1.
-        let weight = if targets.is_empty() { 0 } else { ((100.0 / total * 100.0).floor() as u16).max(1) };
-        let (mut answer, mut additional) = (Vec::new(), Vec::new());
-        // What is in each section already (the records differ only in
-        // these), so de-duplication stays linear.
-        let mut in_answer: std::collections::HashSet<(u16, String)> = Default::default();
-        let mut in_additional: std::collections::HashSet<(String, Ipv4Addr)> = Default::default();
-        for t in targets {
-            let (Host::Ip(ip), Some(port)) = (&t.host, t.port) else { continue };
-            let target = fqdn(&t.key);
-            if in_answer.insert((port, target.clone())) {
-                answer.push(self.record(qname, RData::Srv { priority: 0, weight, port, target: target.clone() }));
-            }
-            if in_additional.insert((target.clone(), *ip)) {
-                additional.push(self.record(&target, RData::A(*ip)));
+        let weight = if count == 0 { 0 } else { ((100.0 / total * 100.0).floor() as u16).max(1) };
+        let (mut answer, mut additional) = (Vec::with_capacity(count), Vec::with_capacity(count));
+        let fresh = first_in_each_section(&targets);
+        // Each target's name goes into the records it makes, copied only
+        // when it makes both.
+        for (t, (to_answer, to_additional)) in targets.into_iter().zip(fresh) {
+            let (Host::Ip(ip), Some(port)) = (t.host, t.port) else { continue };
+            let srv = |target| self.record(qname, RData::Srv { priority: 0, weight, port, target });
+            match (to_answer, to_additional) {
+                (true, true) => {
+                    answer.push(srv(t.key.clone()));
+                    additional.push(Record { name: t.key, ttl: self.config.ttl, data: RData::A(ip) });
+                }
+                (true, false) => answer.push(srv(t.key)),
+                (false, true) => additional.push(Record { name: t.key, ttl: self.config.ttl, data: RData::A(ip) }),
+                (false, false) => {}
             }
         }
         (answer, additional)
     }
 }
 
-/// The label an endpoint answers to under its Service (the plugin's
-/// `endpointHostname`): its hostname, else its address with dashes.
-fn endpoint_label(ep: &Endpoint) -> String {
-    match ep.hostname.as_deref().filter(|h| !h.is_empty()) {
-        Some(h) => h.to_string(),
-        None => ep.ip.to_string().replace('.', "-"),
+/// For each target, whether it is the first with its SRV record (port and
+/// name) and the first with its address record (name and address): the
+/// records differ only in these, so later ones are duplicates. One pass
+/// with a set per section, so de-duplication stays linear.
+fn first_in_each_section(targets: &[Target]) -> Vec<(bool, bool)> {
+    let mut in_answer: std::collections::HashSet<(u16, &str)> = std::collections::HashSet::with_capacity(targets.len());
+    let mut in_additional: std::collections::HashSet<(&str, Ipv4Addr)> = std::collections::HashSet::with_capacity(targets.len());
+    targets
+        .iter()
+        .map(|t| match (&t.host, t.port) {
+            (Host::Ip(ip), Some(port)) => (in_answer.insert((port, &t.key)), in_additional.insert((&t.key, *ip))),
+            _ => (false, false),
+        })
+        .collect()
+}
+
+/// Appends the label an endpoint answers to under its Service (the
+/// plugin's `endpointHostname`): its hostname, else its address with
+/// dashes (`10-244-1-7`).
+fn push_endpoint_label(out: &mut String, ep: &Endpoint) {
+    if let Some(h) = ep.hostname.as_deref().filter(|h| !h.is_empty()) {
+        out.push_str(h);
+        return;
     }
+    // At most 15 ASCII bytes (`255-255-255-255`), spelt on the stack and
+    // appended at once, without the formatting machinery.
+    let (mut buf, mut len) = ([0u8; 15], 0);
+    for (i, octet) in ep.ip.octets().into_iter().enumerate() {
+        let digits = [octet / 100, octet / 10 % 10, octet % 10];
+        let skip = if octet >= 100 { 0 } else if octet >= 10 { 1 } else { 2 };
+        if i > 0 {
+            buf[len] = b'-';
+            len += 1;
+        }
+        for d in &digits[skip..] {
+            buf[len] = b'0' + d;
+            len += 1;
+        }
+    }
+    out.push_str(std::str::from_utf8(&buf[..len]).unwrap_or_default());
 }
 
 /// The plugin's "no such name" (NXDOMAIN).
@@ -905,6 +952,21 @@ mod tests {
         assert_eq!(r.warnings, [DnsWarning::DualStackSrv { service: ObjectRef::new("default", "dual") }]);
         assert!(c.query("dual.default.svc.cluster.local", QType::A).unwrap().warnings.is_empty(), "the A answer is CoreDNS's");
         assert!(cluster().query("web.default.svc.cluster.local", QType::Srv).unwrap().warnings.is_empty());
+    }
+
+    #[test]
+    fn dashed_labels_spell_every_octet_as_its_decimal() {
+        // Every octet value, in each position: 0, one, two and three digits.
+        for v in 0..=255u8 {
+            for a in [Ipv4Addr::new(v, 0, 9, 10), Ipv4Addr::new(99, v, 100, 255), Ipv4Addr::new(1, 2, v, 3), Ipv4Addr::new(200, 7, 55, v)] {
+                let mut got = String::new();
+                push_endpoint_label(&mut got, &ep(a, true));
+                assert_eq!(got, a.to_string().replace('.', "-"));
+            }
+        }
+        let mut got = String::from("x");
+        push_endpoint_label(&mut got, &Endpoint { hostname: Some("db-0".into()), ..ep(ip(10, 0, 0, 1), true) });
+        assert_eq!(got, "xdb-0", "appended; a hostname is the label");
     }
 
     #[test]
