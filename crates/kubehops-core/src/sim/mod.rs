@@ -183,7 +183,7 @@ impl World {
         let services: Vec<Service> = self.api.services().cloned().collect();
         let mut rules = sync_node(&self.api.nodes[node], &services, &self.api.endpoint_slices(), &self.proxy);
         if let Some(pods) = self.egress_masquerade {
-            crate::dataplane::cni::egress_masquerade_by(&mut rules.nat, pods, self.masq_agent);
+            crate::dataplane::cni::egress_masquerade_by(&mut rules.nat, pods, self.masq_agent, self.proxy.node_features.random_fully);
         }
         rules
     }
