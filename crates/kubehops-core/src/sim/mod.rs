@@ -20,6 +20,7 @@ pub mod host;
 mod lan;
 mod network;
 mod outside;
+pub mod snapshot;
 pub mod view;
 
 pub use actor::{Actor, ActorId, ActorKind, Actors, Zone};
@@ -27,6 +28,7 @@ pub use hop::{ArpFrame, ArpOp, DropReason, Field, Hop, HopKind, Leg, MatchedRule
 pub use host::{HostNet, Neighbour, NeighbourState, Route};
 pub use network::{Dial, Outcome};
 pub use outside::{Internet, Site};
+pub use snapshot::{DataplaneSnapshot, HostSnapshot, NodeSnapshot, PodSnapshot};
 pub use view::{BalancerView, ConntrackLine, HostView, KubectlTable, NodeView, RuleLine, RuleSummary, View};
 
 use crate::api::server::{ApiError, ApiServer};
