@@ -54,7 +54,8 @@ pub struct PodSnapshot {
 }
 
 /// A host's addresses, routes and tables (numbered as its hops number
-/// them, [`HostNet::line_of`]), with empty conntrack and neighbour tables.
+/// them, [`HostNet::line_of`]), without its connections, neighbours and
+/// Docker's own state (its rules are in the tables).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HostSnapshot {
     pub net: HostNet,
@@ -81,7 +82,8 @@ impl World {
             .hosts
             .iter()
             .map(|h| {
-                let net = HostNet { neighbours: Vec::new(), conntrack: Default::default(), ..h.clone() };
+                // Docker's own state is in the rules it wrote; only those are kept.
+                let net = HostNet { actor: h.actor, addrs: h.addrs.clone(), routes: h.routes.clone(), neighbours: Vec::new(), docker: None, nat: h.nat.clone(), filter: h.filter.clone(), conntrack: Default::default() };
                 let route_localnet = h.docker.as_ref().map_or_else(Vec::new, |d| d.route_localnet_bridges());
                 HostSnapshot { net, route_localnet }
             })

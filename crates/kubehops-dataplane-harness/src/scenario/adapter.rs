@@ -39,8 +39,9 @@ fn stand_in(kind: Option<ActorKind>) -> Option<&'static str> {
     }
 }
 
-/// The parameter sets the harness replays, per scenario: the walkthrough
-/// as it is; the explorer's every tab from both clients, NodePort under
+/// The parameter sets the harness replays: every scenario of the
+/// registry with its defaults, and for the ones it knows more: the
+/// explorer's every tab from both clients, NodePort under
 /// `externalTrafficPolicy: Local` dialled at each node, LoadBalancer under
 /// Local, and the Local node that drops for want of a ready Pod; every
 /// combination of the lab's placement, policy and Docker mode. Between
@@ -48,23 +49,39 @@ fn stand_in(kind: Option<ActorKind>) -> Option<&'static str> {
 /// change which endpoint the rules pick, and the harness tries the
 /// kernel's picks itself.
 pub fn cases() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
-    let mut out = vec![("nodeport-loadbalancer", vec![])];
-    for tab in ["clusterip", "nodeport", "loadbalancer", "externalname", "headless"] {
-        for client in ["pod-web", "laptop"] {
-            out.push(("service-types", vec![("tab", tab), ("client", client)]));
-        }
+    let mut out = Vec::new();
+    for e in scenarios::REGISTRY {
+        out.push((e.id, vec![]));
+        out.extend(more_cases(e.id).into_iter().map(|p| (e.id, p)));
     }
-    let local_laptop = |more: &[(&'static str, &'static str)]| [&[("client", "laptop"), ("local", "1")], more].concat();
-    out.push(("service-types", local_laptop(&[("tab", "nodeport"), ("via", "node-1")])));
-    out.push(("service-types", local_laptop(&[("tab", "nodeport"), ("via", "node-2")])));
-    out.push(("service-types", local_laptop(&[("tab", "loadbalancer")])));
-    out.push(("service-types", local_laptop(&[("tab", "nodeport"), ("via", "node-1"), ("notready", "api-x4k2p")])));
-    for placement in ["worker", "spread"] {
-        for local in ["0", "1"] {
-            for hairpin in ["0", "1"] {
-                out.push(("local-lab", vec![("placement", placement), ("local", local), ("hairpin", hairpin)]));
+    out
+}
+
+fn more_cases(id: &str) -> Vec<Vec<(&'static str, &'static str)>> {
+    let mut out = Vec::new();
+    match id {
+        "service-types" => {
+            for tab in ["clusterip", "nodeport", "loadbalancer", "externalname", "headless"] {
+                for client in ["pod-web", "laptop"] {
+                    out.push(vec![("tab", tab), ("client", client)]);
+                }
+            }
+            let local_laptop = |more: &[(&'static str, &'static str)]| [&[("client", "laptop"), ("local", "1")], more].concat();
+            out.push(local_laptop(&[("tab", "nodeport"), ("via", "node-1")]));
+            out.push(local_laptop(&[("tab", "nodeport"), ("via", "node-2")]));
+            out.push(local_laptop(&[("tab", "loadbalancer")]));
+            out.push(local_laptop(&[("tab", "nodeport"), ("via", "node-1"), ("notready", "api-x4k2p")]));
+        }
+        "local-lab" => {
+            for placement in ["worker", "spread"] {
+                for local in ["0", "1"] {
+                    for hairpin in ["0", "1"] {
+                        out.push(vec![("placement", placement), ("local", local), ("hairpin", hairpin)]);
+                    }
+                }
             }
         }
+        _ => {}
     }
     out
 }
@@ -84,9 +101,16 @@ fn params(id: &str, pairs: &[(&str, &str)]) -> Result<Params, String> {
 pub fn replays() -> Result<(Vec<ScenarioReplay>, Vec<Coverage>), String> {
     let mut planes: Vec<(String, DataplaneSnapshot, ScenarioReplay)> = Vec::new();
     let mut cover: Vec<Coverage> = Vec::new();
+    let mut built: Vec<(&str, Params)> = Vec::new();
     for (id, pairs) in cases() {
-        let s = scenarios::build(id, &params(id, &pairs)?).ok_or_else(|| format!("no scenario {id}"))?;
-        let label = if pairs.is_empty() { id.to_string() } else { format!("{id} {}", pairs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")) };
+        // A stated set that is the defaults is built once.
+        let p = params(id, &pairs)?;
+        if built.iter().any(|(i, q)| *i == id && *q == p) {
+            continue;
+        }
+        built.push((id, p.clone()));
+        let s = scenarios::build(id, &p).ok_or_else(|| format!("no scenario {id}"))?;
+        let label = if pairs.is_empty() { format!("{id} (defaults)") } else { format!("{id} {}", pairs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")) };
         let at = cover.iter().position(|c| c.scenario == id).unwrap_or_else(|| {
             cover.push(Coverage { scenario: id.into(), ..Default::default() });
             cover.len() - 1

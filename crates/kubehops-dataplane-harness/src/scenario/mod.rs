@@ -536,7 +536,7 @@ mod tests {
     fn pods_hosts_and_the_outside_are_clients_and_servers() {
         let (r, _) = all();
         // The explorer's DNS lookup: Pod web through its node to CoreDNS, over UDP.
-        let dns = find(&r, "tab=clusterip client=pod-web, step 2 (");
+        let dns = find(&r, "tab=nodeport client=pod-web, step 2 (");
         assert_eq!(dns.len(), 1, "{:#?}", dns.iter().map(|c| (&c.what, c.sent, &c.end)).collect::<Vec<_>>());
         assert_eq!((dns[0].client.clone(), dns[0].proto()), (Client::Pod, Protocol::Udp));
         assert_eq!(dns[0].hops.iter().map(|h| h.machine.as_str()).collect::<Vec<_>>(), ["node-1", "node-2"]);
@@ -553,6 +553,18 @@ mod tests {
         // A node's drop under Local, with the rule that dropped it.
         let dropped = find(&r, "notready=api-x4k2p, step 3 (");
         assert!(matches!(&dropped[0].end, End::Filtered { machine, rejected: false, rule: Some(_) } if machine == "node-1"), "{:?}", dropped[0].end);
+    }
+
+    #[test]
+    fn every_scenario_of_the_registry_is_replayed_with_its_defaults() {
+        let (r, cov) = all();
+        for e in kubehops_core::scenarios::REGISTRY {
+            assert!(adapter::cases().contains(&(e.id, vec![])), "{} with its defaults", e.id);
+            assert!(r.iter().any(|s| s.scenario == e.id), "{} has connections", e.id);
+            assert!(cov.iter().any(|c| c.scenario == e.id && c.builds > 0));
+        }
+        // The explorer's defaults are one of its tabs: built once.
+        assert_eq!(cov.iter().find(|c| c.scenario == "service-types").map(|c| c.builds), Some(14));
     }
 
     #[test]
