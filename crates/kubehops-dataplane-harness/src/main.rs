@@ -144,8 +144,14 @@ fn run(o: &Options) -> Result<ExitCode, String> {
     for c in coverage.iter().filter(|c| per_scenario.contains_key(&c.scenario)) {
         let (d, n, f, secs) = per_scenario[&c.scenario];
         println!(
-            "{NAME}: scenario {}: {} builds, {} data planes, {} connections ({} identical to one on the same data plane, replayed once), {} packet hops replayed; {d} decisions ({f} failed), {n} kernel connections, {secs:.1} s",
-            c.scenario, c.builds, c.data_planes, c.connections, c.identical, c.packet_hops
+            "{NAME}: scenario {}: {} builds, {} data planes, {} connections ({} identical to one on the same data plane, replayed once), {} packet hops replayed; with {} backend(s): {d} decisions ({f} failed), {n} kernel connections, {secs:.1} s",
+            c.scenario,
+            c.builds,
+            c.data_planes,
+            c.connections,
+            c.identical,
+            c.packet_hops,
+            o.backends.len()
         );
         println!("{NAME}: scenario {}: {} hops carry no packet (control plane)", c.scenario, c.not_packets);
         for (why, count) in &c.skipped {
