@@ -374,5 +374,22 @@ fn scenarios_scale() {
             took * 1e3,
             took * 1e3 / all.len() as f64
         );
+        snapshot_cost(e, &all[..all.len().min(200)]);
     }
+}
+
+/// What the steps' data-plane snapshots add to a build: each step that
+/// carries packets copies the nodes' and hosts' tables once, which costs
+/// what cloning them costs.
+fn snapshot_cost(e: &kubehops_core::scenarios::Entry, some: &[kubehops_core::scenarios::Params]) {
+    let built: Vec<_> = some.iter().map(|p| (e.build)(p)).collect();
+    let t = Instant::now();
+    let copies: usize = built.iter().map(|s| s.steps.iter().filter_map(|st| st.snapshot.clone()).count()).sum();
+    let took = t.elapsed().as_secs_f64();
+    println!(
+        "bench: scenario {:<22} {:.1} data-plane snapshots per build, {:.3} ms per build to copy them",
+        e.id,
+        copies as f64 / built.len() as f64,
+        took * 1e3 / built.len() as f64
+    );
 }

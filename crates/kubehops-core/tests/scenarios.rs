@@ -226,6 +226,44 @@ fn check_arp(s: &Scenario) {
     }
 }
 
+/// Each step's snapshot is the data plane its packets met: a step with
+/// packets has one; every rule a hop (or a drop) names is that line of
+/// the snapshot's tables on the machine that decided; kube-proxy rewrites
+/// no node's rules after the step's first packet; and a connection cut
+/// into two steps has the same snapshot in both.
+fn check_snapshots(s: &Scenario) {
+    use kubehops_core::sim::{DropReason, MatchedRule};
+    let mut first_step: BTreeMap<u32, usize> = BTreeMap::new();
+    for (i, st) in s.steps.iter().enumerate() {
+        let packets = st.hops.iter().any(|h| h.packet.is_some());
+        assert_eq!(st.snapshot.is_some(), packets, "{}: step {} has a snapshot exactly when it carries packets", s.id, i + 1);
+        let Some(snap) = &st.snapshot else { continue };
+        let lines: Vec<(ActorId, Vec<String>)> =
+            snap.nodes.iter().map(|n| (n.actor, n.rules.save())).chain(snap.hosts.iter().map(|h| (h.net.actor, h.net.save()))).collect();
+        let check = |machine: ActorId, m: &MatchedRule| {
+            let save = &lines.iter().find(|(a, _)| *a == machine).unwrap_or_else(|| panic!("{}: no machine {machine:?} in the snapshot", s.id)).1;
+            assert_eq!(save.get(m.line), Some(&m.text), "{}: step {}: line {} of {machine:?}'s snapshot", s.id, i + 1, m.line);
+        };
+        for h in &st.hops {
+            if let Some(p) = h.packet.as_ref().filter(|p| !p.by_conntrack) {
+                for m in p.matched.iter() {
+                    check(p.decided_on.expect("rules match on a machine"), m);
+                }
+            }
+            if let Some(DropReason::Filtered { node, rule: Some(m), .. }) = &h.dropped {
+                check(*node, m);
+            }
+        }
+        let first_packet = st.hops.iter().position(|h| h.packet.is_some()).expect("packets");
+        let resync = st.hops[first_packet..].iter().find(|h| h.packet.is_none() && h.arp.is_none() && snap.nodes.iter().any(|n| n.actor == h.to));
+        assert!(resync.is_none(), "{}: step {}: kube-proxy rewrites rules after the step's first packet: {resync:?}", s.id, i + 1);
+        for c in st.hops.iter().filter_map(|h| h.conn) {
+            let at = *first_step.entry(c).or_insert(i);
+            assert_eq!(s.steps[at].snapshot.as_ref(), Some(snap), "{}: connection {c} runs on one data plane", s.id);
+        }
+    }
+}
+
 #[test]
 fn every_scenario_and_parameter_combination_obeys_the_model_and_draws_cleanly() {
     let all = all_scenarios();
@@ -246,6 +284,7 @@ fn every_scenario_and_parameter_combination_obeys_the_model_and_draws_cleanly() 
             check_connection(s, conn);
         }
         check_arp(s);
+        check_snapshots(s);
         let known = layouts.iter().position(|(id, actors, _)| *id == s.id && *actors == s.actors);
         let i = known.unwrap_or_else(|| {
             layouts.push((s.id.clone(), s.actors.clone(), Layout::new(&s.actors)));

@@ -34,7 +34,7 @@
 //!   refused on the way back in was confirmed on the way out, and stays
 //!   unreplied).
 
-use crate::decisions::{Decision, Mode, Source};
+use crate::decisions::{Decision, Mode};
 use crate::kernel::{self, Counters, KernelEntry};
 use crate::oracle::{self, Branch};
 use crate::stats;
@@ -112,7 +112,7 @@ fn decide(topo: &Topology, d: &Decision, report: &mut Report) -> Result<(), Stri
     let ctx = NodeContext::new(node_addresses(&pn.node));
     agree_with_trace(&oracle::branches(&pn.rules, entry_of(d), &first, &ctx), &t)?;
     topo.reset()?;
-    let vip = (d.source == Source::Outside && !topo.is_routed(d.dst.ip)).then_some(d.dst.ip);
+    let vip = (d.from_outside() && !topo.is_routed(d.dst.ip)).then_some(d.dst.ip);
     if let Some(v) = vip {
         topo.route_vip(v, Some(n))?;
     }
@@ -213,7 +213,7 @@ fn lost_reply(topo: &Topology, d: &Decision, n: usize, branches: &[Branch], conn
     };
     let branch = branches.iter().find(|b| b.target() == Some(k.reply.src)).ok_or_else(|| format!("the kernel sent it to {}, which the model's walk never reaches", k.reply.src))?;
     let remote = topo.node_of_pod(k.reply.src).is_some_and(|m| m != n);
-    if branch.t.masquerade() || !remote || d.source != Source::Outside {
+    if branch.t.masquerade() || !remote || !d.from_outside() {
         return Err(format!("the kernel sent it to {} and no answer came back ({}), though the model's path returns through {}", k.reply.src, describe(&conn.outcome), d.node));
     }
     Ok((branch.clone(), Answer { server: k.reply.src, peer: k.reply.dst }))
@@ -239,7 +239,9 @@ fn pick(branches: &[Branch], outcome: &Outcome, t: &TraceResult, pkt: &Packet) -
             if let Some(b) = branches.iter().find(|b| b.target() == Some(a.server)) {
                 return Ok(b.clone());
             }
-            if reach.is_empty() && t.verdict == TraceVerdict::Accept && a.server == pkt.dst {
+            // No DNAT: a health check port answered by the node itself, or
+            // a packet no rule decides (a Pod's own address), delivered as sent.
+            if reach.is_empty() && matches!(t.verdict, TraceVerdict::Accept | TraceVerdict::None) && a.server == pkt.dst {
                 return single();
             }
             Err(format!("the kernel delivered it to {}; the model's walk reaches [{}] (verdict {:?})", a.server, reach.join(", "), t.verdict))

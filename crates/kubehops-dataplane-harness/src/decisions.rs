@@ -27,6 +27,9 @@ pub enum Source {
     Pod,
     /// A process on the node itself.
     Node,
+    /// A host outside the cluster with rules of its own (its namespace
+    /// holds the source address), to the node as from outside.
+    Host,
 }
 
 /// How many connections a decision gets. Whatever the mode, when the
@@ -59,6 +62,11 @@ pub struct Decision {
 impl Decision {
     pub fn from_node(&self) -> bool {
         self.source == Source::Node
+    }
+
+    /// Whether the source is outside the cluster (a client, or a host).
+    pub fn from_outside(&self) -> bool {
+        matches!(self.source, Source::Outside | Source::Host)
     }
 
     fn key(&self) -> (String, Source, Ipv4Addr, Protocol, SockAddr) {

@@ -110,6 +110,36 @@ pub fn load_rules(ns: &Netns, backend: Backend, rules: &NodeRules, features: Nod
     Ok(())
 }
 
+/// Loads a host's own tables (Docker's, on the lab's laptop) with one
+/// `iptables-restore`, every chain as written, and checks the kernel's
+/// nat table then prints exactly `lines`, the host's rules as the
+/// scenario numbers them (the kernel's `iptables-save` form).
+pub fn load_host_rules(ns: &Netns, backend: Backend, rules: &NodeRules, lines: &[String]) -> Result<(), String> {
+    let mut text = String::new();
+    for table in [&rules.filter, &rules.nat] {
+        text.push_str(&format!("*{}\n", table.name.as_str()));
+        for c in table.chains.iter().filter(|c| !c.is_builtin()) {
+            text.push_str(&format!(":{} - [0:0]\n", c.name));
+        }
+        for c in &table.chains {
+            for r in &c.rules {
+                text.push_str(&r.render(&c.name));
+                text.push('\n');
+            }
+        }
+        text.push_str("COMMIT\n");
+    }
+    let restore = backend.tool("-restore");
+    ns.exec(&restore, &["-w"], Some(&text))?;
+    let held = ns.exec(&backend.tool("-save"), &["-t", "nat"], None)?;
+    let (want, got) = (rules_only(&lines.join("\n")), rules_only(&held));
+    if want != got {
+        let at = want.iter().zip(&got).position(|(a, b)| a != b).unwrap_or(want.len().min(got.len()));
+        return Err(format!("after loading, the kernel's nat table is not the host's (line {}):\n  model:  {:?}\n  kernel: {:?}", at + 1, want.get(at), got.get(at)));
+    }
+    Ok(())
+}
+
 /// An iptables-save dump without comments, tables sorted by name.
 fn rules_only(text: &str) -> Vec<String> {
     let mut tables: BTreeMap<String, Vec<String>> = BTreeMap::new();

@@ -11,6 +11,7 @@ use kubehops_dataplane_harness::check::Report;
 use kubehops_dataplane_harness::kernel::Backend;
 use kubehops_dataplane_harness::plan::Plan;
 use kubehops_dataplane_harness::{cannot_run, netns, replay, root_state, scenario, sources, state_diff};
+use std::collections::{BTreeMap, HashSet};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -69,16 +70,16 @@ fn run(o: &Options) -> Result<ExitCode, String> {
     let start = Instant::now();
     let mut clusters = sources::golden_cases();
     clusters.extend(sources::fixtures()?);
-    let scenarios = scenario::connections()?;
+    let (scenarios, coverage) = scenario::connections()?;
     let wanted = |name: &str| o.only.as_deref().is_none_or(|t| name.contains(t));
     clusters.retain(|c| wanted(&c.spec.name));
-    let scenarios: Vec<_> = scenarios.into_iter().filter(|s| wanted(&s.spec.name)).collect();
+    let scenarios: Vec<_> = scenarios.into_iter().filter(|s| wanted(&s.dataplane.name)).collect();
     if o.list {
         for c in &clusters {
             println!("{}: {} decisions", c.spec.name, c.decisions.len());
         }
         for s in &scenarios {
-            println!("{}: {} connections", s.spec.name, s.connections.len());
+            println!("{}: {} connections", s.dataplane.name, s.connections.len());
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -95,9 +96,12 @@ fn run(o: &Options) -> Result<ExitCode, String> {
     }
     let before = root_state()?;
     let mut report = Report::default();
+    // Per scenario: decisions, connections, failed, seconds.
+    let mut per_scenario: BTreeMap<String, (usize, usize, usize, f64)> = BTreeMap::new();
     for &backend in &o.backends {
         let t = Instant::now();
         let (d0, c0) = (report.decisions, report.connections);
+        let mut seen = HashSet::new();
         for c in &clusters {
             match Plan::new(&c.spec, &c.decisions) {
                 Ok(plan) => replay(plan, backend, &c.decisions, &mut report),
@@ -109,7 +113,10 @@ fn run(o: &Options) -> Result<ExitCode, String> {
             }
         }
         for s in &scenarios {
-            scenario::replay(s, backend, &mut report);
+            let (d, c, f, t) = (report.decisions, report.connections, report.failed, Instant::now());
+            scenario::replay(s, backend, &mut report, &mut seen);
+            let e = per_scenario.entry(s.scenario.clone()).or_default();
+            *e = (e.0 + report.decisions - d, e.1 + report.connections - c, e.2 + report.failed - f, e.3 + t.elapsed().as_secs_f64());
         }
         println!(
             "{NAME}: iptables-{}: {} decisions, {} connections, {:.1} s",
@@ -133,6 +140,26 @@ fn run(o: &Options) -> Result<ExitCode, String> {
     }
     for s in &report.splits {
         println!("{NAME}: split: {s}");
+    }
+    for c in coverage.iter().filter(|c| per_scenario.contains_key(&c.scenario)) {
+        let (d, n, f, secs) = per_scenario[&c.scenario];
+        println!(
+            "{NAME}: scenario {}: {} builds, {} data planes, {} connections ({} identical to one on the same data plane, replayed once), {} packet hops replayed; with {} backend(s): {d} decisions ({f} failed), {n} kernel connections, {secs:.1} s",
+            c.scenario,
+            c.builds,
+            c.data_planes,
+            c.connections,
+            c.identical,
+            c.packet_hops,
+            o.backends.len()
+        );
+        println!("{NAME}: scenario {}: {} hops carry no packet (control plane)", c.scenario, c.not_packets);
+        for (why, count) in &c.skipped {
+            println!("{NAME}: scenario {}: skipped {count} hops: {why}", c.scenario);
+        }
+        for (why, count) in &c.stand_ins {
+            println!("{NAME}: scenario {}: {count} connections answered by an echo server in the replay, leaving out {why}", c.scenario);
+        }
     }
     for f in &report.failures {
         println!("{NAME}: FAILED: {f}");

@@ -21,8 +21,11 @@
 
 use crate::decisions::{Decision, Source};
 use kubehops_core::api::{EndpointSlice, Node, Service, ServiceType, TrafficPolicy};
+use kubehops_core::dataplane::iptables::{RuleRef, TableName};
 use kubehops_core::dataplane::kubeproxy::{sync_node, KubeProxyConfig, NodeFeatures, NodeRules};
-use kubehops_core::net::{ip, Protocol};
+use kubehops_core::dataplane::netfilter::NodeContext;
+use kubehops_core::dataplane::trace::node_addresses;
+use kubehops_core::net::{ip, Cidr, Protocol, SockAddr};
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 
@@ -65,13 +68,68 @@ pub struct PlannedPod {
     pub listen: Vec<(Protocol, u16)>,
 }
 
+/// A machine outside the cluster with rules of its own (the lab's
+/// laptop running Docker): its addresses on its interfaces, its routes,
+/// and its tables with the lines its hops name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannedHost {
+    pub name: String,
+    /// Every address, with the interface that holds it (`lo` for loopback).
+    pub addrs: Vec<(Ipv4Addr, String)>,
+    /// Where packets to each destination leave.
+    pub routes: Vec<(Cidr, String)>,
+    /// Its filter and nat tables (no kube-proxy Service chains).
+    pub rules: NodeRules,
+    /// Its rules as the scenario numbers them, and the rule at each line.
+    pub lines: Vec<String>,
+    pub rule_lines: Vec<(RuleRef, usize)>,
+    /// Interfaces that route loopback addresses (`route_localnet`).
+    pub route_localnet: Vec<String>,
+}
+
+impl PlannedHost {
+    /// The interfaces the host has besides loopback, in a fixed order.
+    pub fn interfaces(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for i in self.addrs.iter().map(|(_, i)| i).chain(self.routes.iter().map(|(_, i)| i)) {
+            if i != "lo" && !out.contains(i) {
+                out.push(i.clone());
+            }
+        }
+        out
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Plan {
     pub name: String,
     pub nodes: Vec<PlannedNode>,
     pub pods: Vec<PlannedPod>,
     pub outside: Vec<Ipv4Addr>,
+    /// Servers in the outside namespace (a resolver, a site).
+    pub outside_listen: Vec<(Protocol, SockAddr)>,
+    pub hosts: Vec<PlannedHost>,
 }
+
+/// One machine whose rules decide packets: a node or a host, by index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Machine {
+    Node(usize),
+    Host(usize),
+}
+
+/// A data plane given as it is (a scenario's snapshot): every node with
+/// the full tables it holds, the Pods, the hosts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DataplaneSpec {
+    pub name: String,
+    pub proxy: KubeProxyConfig,
+    pub nodes: Vec<(Node, NodeRules)>,
+    /// Address, node name, the port it serves.
+    pub pods: Vec<(Ipv4Addr, String, u16)>,
+    pub hosts: Vec<PlannedHost>,
+}
+
 
 /// The gateway of a node without a Pod range (as Calico uses).
 pub const LINK_GATEWAY: Ipv4Addr = ip(169, 254, 1, 1);
@@ -101,7 +159,7 @@ impl Plan {
             }
         }
         let planned: Vec<PlannedNode> = nodes.into_iter().map(|(n, implicit)| plan_node(spec, n, implicit)).collect();
-        let mut plan = Plan { name: spec.name.clone(), nodes: planned, pods: Vec::new(), outside: Vec::new() };
+        let mut plan = Plan { name: spec.name.clone(), nodes: planned, pods: Vec::new(), outside: Vec::new(), outside_listen: Vec::new(), hosts: Vec::new() };
         plan.add_endpoint_pods(spec);
         for d in decisions {
             plan.add_source(d)?;
@@ -129,13 +187,39 @@ impl Plan {
         }
     }
 
+    /// A data plane as a scenario recorded it: the nodes keep the tables
+    /// they held (nothing is synced again), every Pod listens on its port
+    /// (TCP and UDP), and the outside namespace holds `outside` with
+    /// servers on `listen`. Health check node ports are not served: no
+    /// scenario dials one.
+    pub fn from_dataplane(spec: &DataplaneSpec, outside: Vec<Ipv4Addr>, listen: Vec<(Protocol, SockAddr)>) -> Result<Plan, String> {
+        let nodes = spec
+            .nodes
+            .iter()
+            .map(|(n, rules)| {
+                let mut cfg = spec.proxy.clone();
+                cfg.hostname_override = Some(n.name.clone());
+                let (gateway, gateway_link_scope) = gateway_of(n);
+                PlannedNode { node: n.clone(), implicit: false, cfg, rules: rules.clone(), gateway, gateway_link_scope, health_ports: Vec::new() }
+            })
+            .collect();
+        let mut plan = Plan { name: spec.name.clone(), nodes, pods: Vec::new(), outside, outside_listen: listen, hosts: spec.hosts.clone() };
+        for (addr, node, port) in &spec.pods {
+            let n = plan.node_index(node).ok_or_else(|| format!("{}: Pod {addr} on unknown node {node}", spec.name))?;
+            plan.pods.push(PlannedPod { ip: *addr, node: n, listen: vec![(Protocol::Tcp, *port), (Protocol::Udp, *port)] });
+        }
+        plan.check_addresses()?;
+        Ok(plan)
+    }
+
     /// Makes sure the decision's source exists: an outside address, or a
-    /// client Pod on the decision's node.
-    fn add_source(&mut self, d: &Decision) -> Result<(), String> {
+    /// client Pod on the decision's node (a host's address is its own).
+    pub fn add_source(&mut self, d: &Decision) -> Result<(), String> {
         let node = self.node_index(&d.node).ok_or_else(|| format!("{}: no node {}", d.what, d.node))?;
         match d.source {
             Source::Outside if !self.outside.contains(&d.src) => self.outside.push(d.src),
             Source::Pod if self.pod_of(d.src).is_none() => self.pods.push(PlannedPod { ip: d.src, node, listen: Vec::new() }),
+            Source::Host if self.host_of(d.src).is_none() => return Err(format!("{}: no host holds {}", d.what, d.src)),
             _ => {}
         }
         Ok(())
@@ -147,7 +231,8 @@ impl Plan {
         let mut seen = BTreeSet::new();
         let node_addrs = self.nodes.iter().map(|n| n.node.internal_ip);
         let gateways = self.nodes.iter().filter(|n| !n.gateway_link_scope).map(|n| n.gateway);
-        let all = node_addrs.chain(gateways).chain(self.pods.iter().map(|p| p.ip)).chain(self.outside.iter().copied());
+        let hosts = self.hosts.iter().flat_map(|h| h.addrs.iter().map(|(a, _)| *a)).filter(|a| !a.is_loopback());
+        let all = node_addrs.chain(gateways).chain(self.pods.iter().map(|p| p.ip)).chain(self.outside.iter().copied()).chain(hosts);
         for a in all {
             if !seen.insert(a) {
                 return Err(format!("{}: address {a} is used twice in the cluster", self.name));
@@ -158,6 +243,69 @@ impl Plan {
 
     pub fn node_index(&self, name: &str) -> Option<usize> {
         self.nodes.iter().position(|n| n.node.name == name)
+    }
+
+    /// The node or host of that name.
+    pub fn machine(&self, name: &str) -> Option<Machine> {
+        self.node_index(name).map(Machine::Node).or_else(|| self.hosts.iter().position(|h| h.name == name).map(Machine::Host))
+    }
+
+    /// Every machine: the nodes, then the hosts.
+    pub fn machines(&self) -> Vec<Machine> {
+        (0..self.nodes.len()).map(Machine::Node).chain((0..self.hosts.len()).map(Machine::Host)).collect()
+    }
+
+    pub fn machine_name(&self, m: Machine) -> &str {
+        match m {
+            Machine::Node(i) => &self.nodes[i].node.name,
+            Machine::Host(h) => &self.hosts[h].name,
+        }
+    }
+
+    pub fn machine_rules(&self, m: Machine) -> &NodeRules {
+        match m {
+            Machine::Node(i) => &self.nodes[i].rules,
+            Machine::Host(h) => &self.hosts[h].rules,
+        }
+    }
+
+    /// A machine's rules as the scenario's hops number them.
+    pub fn machine_lines(&self, m: Machine) -> Vec<String> {
+        match m {
+            Machine::Node(i) => self.nodes[i].rules.save(),
+            Machine::Host(h) => self.hosts[h].lines.clone(),
+        }
+    }
+
+    /// The rule at a line of [`Plan::machine_lines`].
+    pub fn rule_at(&self, m: Machine, table: TableName, line: usize) -> Option<RuleRef> {
+        match m {
+            Machine::Node(i) => {
+                let rules = &self.nodes[i].rules;
+                let t = if table == TableName::Nat { &rules.nat } else { &rules.filter };
+                t.chains.iter().flat_map(|c| (0..c.rules.len()).map(move |k| RuleRef { table, chain: c.name.clone(), index: k })).find(|r| rules.line_of(r) == Some(line))
+            }
+            Machine::Host(h) => self.hosts[h].rule_lines.iter().find(|(r, l)| *l == line && r.table == table).map(|(r, _)| r.clone()),
+        }
+    }
+
+    /// What the netfilter walk on a machine needs to know of it: its
+    /// addresses, and a host's routes (its rules name interfaces).
+    pub fn machine_ctx(&self, m: Machine) -> NodeContext {
+        match m {
+            Machine::Node(i) => NodeContext::new(node_addresses(&self.nodes[i].node)),
+            Machine::Host(h) => {
+                let host = &self.hosts[h];
+                let mut ctx = NodeContext::new(host.addrs.iter().map(|(a, _)| *a).collect());
+                ctx.routes = host.routes.clone();
+                ctx
+            }
+        }
+    }
+
+    /// The host that holds an address, if any.
+    pub fn host_of(&self, a: Ipv4Addr) -> Option<usize> {
+        self.hosts.iter().position(|h| h.addrs.iter().any(|(x, _)| *x == a))
     }
 
     pub fn pod_of(&self, ip: Ipv4Addr) -> Option<usize> {
@@ -183,12 +331,18 @@ fn plan_node(spec: &ClusterSpec, node: Node, implicit: bool) -> PlannedNode {
     let mut cfg = spec.proxy.clone();
     cfg.hostname_override = Some(node.name.clone());
     let rules = sync_node(&node, &spec.services, &spec.slices, &cfg);
-    let (gateway, gateway_link_scope) = match node.pod_cidr.and_then(|c| c.nth(1)) {
-        Some(g) => (g, false),
-        None => (LINK_GATEWAY, true),
-    };
+    let (gateway, gateway_link_scope) = gateway_of(&node);
     let health_ports = if implicit { Vec::new() } else { health_ports(&spec.services) };
     PlannedNode { node, implicit, cfg, rules, gateway, gateway_link_scope, health_ports }
+}
+
+/// The address on the node's side of its Pods' veths, and whether it is
+/// link-local (no Pod range).
+fn gateway_of(node: &Node) -> (Ipv4Addr, bool) {
+    match node.pod_cidr.and_then(|c| c.nth(1)) {
+        Some(g) => (g, false),
+        None => (LINK_GATEWAY, true),
+    }
 }
 
 /// Health check node ports: LoadBalancer Services with

@@ -8,6 +8,12 @@
 //!                   └── n1 ── eth0  node 1 ── p2 ── eth0  Pod 2
 //! ```
 //!
+//! A host with rules of its own (the lab's laptop) gets a namespace of
+//! its own, with one veth to the fabric per interface its routes name,
+//! under that interface's name (`wlan0`, `br-…`, which its rules match
+//! with `-o`), its addresses on them, its routes through the fabric, and
+//! `route_localnet` where its snapshot says.
+//!
 //! The fabric is the network between the nodes: it routes each node's
 //! InternalIP to it, each Pod address to its node (host-gw), each outside
 //! address to the client namespace, and, per decision, a Service address
@@ -23,7 +29,7 @@
 
 use crate::kernel::{self, Backend};
 use crate::netns::Netns;
-use crate::plan::Plan;
+use crate::plan::{Machine, Plan};
 use crate::sys;
 use crate::wire::{self, Server};
 use kubehops_core::net::{Protocol, SockAddr};
@@ -37,6 +43,7 @@ pub struct Topology {
     servers: Vec<Server>,
     pub nodes: Vec<Netns>,
     pub pods: Vec<Netns>,
+    pub hosts: Vec<Netns>,
     pub outside: Netns,
     pub fabric: Netns,
     pub plan: Plan,
@@ -77,7 +84,11 @@ impl Topology {
         for j in 0..plan.pods.len() {
             pods.push(Netns::create(&format!("p{j}"))?);
         }
-        let mut t = Topology { servers: Vec::new(), nodes, pods, outside, fabric, plan, backend };
+        let mut hosts = Vec::new();
+        for h in 0..plan.hosts.len() {
+            hosts.push(Netns::create(&format!("h{h}"))?);
+        }
+        let mut t = Topology { servers: Vec::new(), nodes, pods, hosts, outside, fabric, plan, backend };
         t.wire()?;
         t.load_rules()?;
         t.start_servers()?;
@@ -90,6 +101,11 @@ impl Topology {
         fabric.push(format!("link add out type veth peer name eth0 netns {}", self.outside.name()));
         for (i, ns) in self.nodes.iter().enumerate() {
             fabric.push(format!("link add n{i} type veth peer name eth0 netns {}", ns.name()));
+        }
+        for (h, host) in self.plan.hosts.iter().enumerate() {
+            for (k, iface) in host.interfaces().iter().enumerate() {
+                fabric.push(format!("link add h{h}i{k} type veth peer name {iface} netns {}", self.hosts[h].name()));
+            }
         }
         self.fabric.ip_batch(&fabric)?;
         for i in 0..self.plan.nodes.len() {
@@ -110,7 +126,33 @@ impl Topology {
             self.pods[j].sysctl(&base_sysctls())?;
             self.pods[j].ip_batch(&self.pod_commands(j))?;
         }
+        for h in 0..self.hosts.len() {
+            self.hosts[h].ip_batch(&self.host_commands(h))?;
+            let mut sysctls = base_sysctls();
+            // After the links exist: their own settings.
+            for iface in self.plan.hosts[h].route_localnet.iter().filter(|i| self.plan.hosts[h].interfaces().contains(i)) {
+                sysctls.push(format!("net.ipv4.conf.{iface}.route_localnet=1"));
+            }
+            self.hosts[h].sysctl(&sysctls)?;
+        }
         Ok(())
+    }
+
+    /// A host's side: its addresses on its interfaces, and its routes,
+    /// each through the fabric.
+    fn host_commands(&self, h: usize) -> Vec<String> {
+        let host = &self.plan.hosts[h];
+        let mut c = Vec::new();
+        for iface in host.interfaces() {
+            c.push(format!("link set {iface} up"));
+        }
+        for (a, iface) in host.addrs.iter().filter(|(a, _)| !a.is_loopback()) {
+            c.push(format!("addr add {a}/32 dev {iface}"));
+        }
+        for (dst, iface) in host.routes.iter().filter(|(_, i)| i != "lo") {
+            c.push(format!("route add {dst} via {FABRIC_HOP} dev {iface} onlink"));
+        }
+        c
     }
 
     fn fabric_commands(&self) -> Vec<String> {
@@ -125,6 +167,18 @@ impl Topology {
         }
         for p in &self.plan.pods {
             c.push(format!("route add {}/32 via {} dev n{}", p.ip, self.plan.nodes[p.node].node.internal_ip, p.node));
+        }
+        for (h, host) in self.plan.hosts.iter().enumerate() {
+            let ifaces = host.interfaces();
+            for k in 0..ifaces.len() {
+                c.push(format!("addr add {FABRIC_HOP}/32 dev h{h}i{k}"));
+                c.push(format!("link set h{h}i{k} up"));
+            }
+            for (a, iface) in host.addrs.iter().filter(|(a, _)| !a.is_loopback()) {
+                if let Some(k) = ifaces.iter().position(|i| i == iface) {
+                    c.push(format!("route add {a}/32 dev h{h}i{k}"));
+                }
+            }
         }
         c
     }
@@ -166,6 +220,9 @@ impl Topology {
         for (i, n) in self.plan.nodes.iter().enumerate() {
             kernel::load_rules(&self.nodes[i], self.backend, &n.rules, n.features()).map_err(|e| format!("node {}: {e}", n.node.name))?;
         }
+        for (h, host) in self.plan.hosts.iter().enumerate() {
+            kernel::load_host_rules(&self.hosts[h], self.backend, &host.rules, &host.lines).map_err(|e| format!("host {}: {e}", host.name))?;
+        }
         Ok(())
     }
 
@@ -176,6 +233,10 @@ impl Topology {
             if !listen.is_empty() {
                 self.servers.push(wire::serve(&self.pods[j], &listen)?);
             }
+        }
+        let outside: Vec<(Protocol, std::net::SocketAddrV4)> = self.plan.outside_listen.iter().map(|(proto, a)| (*proto, sys::v4(a.ip, a.port))).collect();
+        if !outside.is_empty() {
+            self.servers.push(wire::serve(&self.outside, &outside)?);
         }
         for (i, n) in self.plan.nodes.iter().enumerate() {
             // kube-proxy's health check server listens on every address.
@@ -206,21 +267,35 @@ impl Topology {
             Source::Outside => Ok(&self.outside),
             Source::Node => Ok(&self.nodes[node]),
             Source::Pod => self.plan.pod_of(src).map(|j| &self.pods[j]).ok_or_else(|| format!("no Pod with address {src}")),
+            Source::Host => self.plan.host_of(src).map(|h| &self.hosts[h]).ok_or_else(|| format!("no host with address {src}")),
+        }
+    }
+
+    /// The namespace of a node or host.
+    pub fn machine_ns(&self, m: Machine) -> &Netns {
+        match m {
+            Machine::Node(i) => &self.nodes[i],
+            Machine::Host(h) => &self.hosts[h],
         }
     }
 
     /// Whether an address is one the fabric routes for good (a node, Pod
     /// or outside address), so it needs no per-decision route.
     pub fn is_routed(&self, a: Ipv4Addr) -> bool {
-        self.plan.nodes.iter().any(|n| n.node.internal_ip == a) || self.plan.pod_of(a).is_some() || self.plan.outside.contains(&a)
+        self.plan.nodes.iter().any(|n| n.node.internal_ip == a) || self.plan.pod_of(a).is_some() || self.plan.outside.contains(&a) || self.plan.host_of(a).is_some()
     }
 
-    /// Clears counters, connections and recent lists on every node.
+    /// Clears counters, connections and recent lists on every node and host.
     pub fn reset(&self) -> Result<(), String> {
-        for ns in &self.nodes {
+        for ns in self.nodes.iter().chain(&self.hosts) {
             kernel::reset(ns, self.backend)?;
         }
         Ok(())
+    }
+
+    /// Counters and connections of one node or host.
+    pub fn read_machine(&self, m: Machine) -> Result<kernel::NodeState, String> {
+        kernel::read(self.machine_ns(m), self.backend)
     }
 
     /// Every node's counters and connections.

@@ -238,6 +238,17 @@ impl DockerEngine {
         }
     }
 
+    /// The bridges whose `route_localnet` Docker sets: every network's,
+    /// in hairpin mode (moby's `setupLoopbackAddressesRouting`), so that a
+    /// connection from 127.0.0.1 DNATed to a container may leave on the
+    /// bridge, and its answers, addressed back to 127.0.0.1, come in.
+    pub fn route_localnet_bridges(&self) -> Vec<String> {
+        if self.userland_proxy {
+            return Vec::new();
+        }
+        self.networks.iter().map(DockerNetwork::bridge).collect()
+    }
+
     /// The host port docker-proxy listens on for `dst`, if one is
     /// published there: `(container address, port)` it forwards to.
     pub fn proxy_target(&self, dst: SockAddr, proto: Protocol) -> Option<SockAddr> {

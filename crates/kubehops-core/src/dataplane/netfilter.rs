@@ -580,6 +580,20 @@ impl Traversal {
         self.post.as_ref().is_some_and(|p| p.verdict == Verdict::Masquerade)
     }
 
+    /// The MASQUERADE rule that ended nat POSTROUTING, if one did: its
+    /// target says whether the port is drawn (`--random-fully`) or kept.
+    pub fn masquerade_rule(&self) -> Option<&RuleRef> {
+        self.post.as_ref().filter(|p| p.verdict == Verdict::Masquerade).and_then(|p| p.matched.last())
+    }
+
+    /// The rule that dropped or rejected the packet: the last one matched
+    /// by the walk that refused it (filter INPUT on the way back in, the
+    /// filter hook, or nat).
+    pub fn refusing_rule(&self) -> Option<&RuleRef> {
+        let refuses = |w: &&Walk| matches!(w.verdict, Verdict::Drop | Verdict::Reject);
+        [self.input.as_ref(), Some(&self.filter), Some(&self.nat)].into_iter().flatten().find(refuses).and_then(|w| w.matched.last())
+    }
+
     /// Every rule that matched, in the order the packet met them.
     pub fn matched(&self) -> impl Iterator<Item = &RuleRef> {
         self.nat.matched.iter().chain(&self.filter.matched).chain(self.post.iter().flat_map(|p| p.matched.iter())).chain(self.input.iter().flat_map(|w| w.matched.iter()))

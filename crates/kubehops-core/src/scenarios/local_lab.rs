@@ -260,7 +260,9 @@ fn split_connection(w: &mut World, rec: &mut Recorder, titles: [&str; 2], act: i
     let mid = first.last().map_or_else(|| start.clone(), |(_, v)| v.clone());
     for (title, part, before) in [(titles[0], first, start), (titles[1], rest, mid)] {
         let views: Vec<View> = std::iter::once(before).chain(part.iter().map(|(_, v)| v.clone())).collect();
-        rec.steps.push(Step { title: title.into(), narration: String::new(), manifest: manifest.clone(), hops: part.iter().map(|(h, _)| h.clone()).collect(), views, evidence: vec![] });
+        let hops: Vec<Hop> = part.iter().map(|(h, _)| h.clone()).collect();
+        let snapshot = super::snapshot_for(w, &hops);
+        rec.steps.push(Step { title: title.into(), narration: String::new(), manifest: manifest.clone(), hops, views, evidence: vec![], snapshot });
     }
     outcome
 }

@@ -26,7 +26,7 @@ pub use text::render_text;
 
 use crate::api::{Service, ServicePort};
 use crate::net::Protocol;
-use crate::sim::{Actor, ActorId, Hop, View, World};
+use crate::sim::{Actor, ActorId, DataplaneSnapshot, Hop, View, World};
 use serde::{Deserialize, Serialize};
 
 /// One entry of the registry: a scenario's id, title and what it is built from.
@@ -103,6 +103,17 @@ pub struct Step {
     /// predicted output; empty where a scenario offers none.
     #[serde(default)]
     pub evidence: Vec<Evidence>,
+    /// The data plane the step's connections ran on (every node's and
+    /// host's tables, every Pod), taken at the end of the step; `None`
+    /// when no hop of the step carries a packet.
+    #[serde(default)]
+    pub snapshot: Option<DataplaneSnapshot>,
+}
+
+/// The snapshot a step with these hops keeps: the world's data plane,
+/// if any hop carries a packet.
+pub(crate) fn snapshot_for(w: &World, hops: &[Hop]) -> Option<DataplaneSnapshot> {
+    hops.iter().any(|h| h.packet.is_some()).then(|| w.dataplane_snapshot())
 }
 
 /// A preset of parameters, one click away, with its own narration.
@@ -195,7 +206,8 @@ impl Recorder {
         } else {
             self.manifest.changed.clear();
         }
-        self.steps.push(Step { title: title.into(), narration: String::new(), manifest: self.manifest.clone(), hops, views, evidence: Vec::new() });
+        let snapshot = snapshot_for(w, &hops);
+        self.steps.push(Step { title: title.into(), narration: String::new(), manifest: self.manifest.clone(), hops, views, evidence: Vec::new(), snapshot });
         self.steps.last_mut().expect("just pushed")
     }
 

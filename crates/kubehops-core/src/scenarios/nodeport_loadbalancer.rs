@@ -224,6 +224,7 @@ fn balancer_steps(w: &mut World, rec: &mut Recorder, seed: Option<u64>, lb_ip: s
             }
         ),
         manifest: unchanged.clone(),
+        snapshot: super::snapshot_for(w, &hops4),
         hops: hops4,
         views: views4,
         evidence: vec![],
@@ -233,7 +234,8 @@ fn balancer_steps(w: &mut World, rec: &mut Recorder, seed: Option<u64>, lb_ip: s
     let views5: Vec<View> = std::iter::once(first.last().map(|(_, v)| v.clone()).unwrap_or_else(|| w.view())).chain(rest.iter().map(|(_, v)| v.clone())).collect();
     let pick = hops5.iter().find_map(|h| h.packet.as_ref().filter(|p| !p.could_reach.is_empty()));
     let narration = narrate_pick(w, pick, &outcome, lb_ip);
-    rec.steps.push(super::Step { title: "Node-1 DNATs".into(), narration, manifest: unchanged, hops: hops5, views: views5, evidence: vec![] });
+    let snapshot = super::snapshot_for(w, &hops5);
+    rec.steps.push(super::Step { title: "Node-1 DNATs".into(), narration, manifest: unchanged, hops: hops5, views: views5, evidence: vec![], snapshot });
 }
 
 fn narrate_pick(w: &World, pick: Option<&PacketHop>, outcome: &Outcome, lb_ip: std::net::Ipv4Addr) -> String {

@@ -187,6 +187,10 @@ pub enum DropReason {
     TooManyHops,
     /// Nobody answered ARP for the address on the bridge it is on.
     NoNeighbour { ip: Ipv4Addr, iface: String },
+    /// The answer reached the client from another address than the one it
+    /// dialled (a DNAT undone nowhere on the way back): no socket of the
+    /// client expects it.
+    ReplyFromWrongSource { expected: SockAddr, got: SockAddr },
 }
 
 impl DropReason {
@@ -210,6 +214,9 @@ impl DropReason {
             DropReason::NoTargets => "The balancer has no healthy target to send to.".into(),
             DropReason::Unresolved { name } => format!("{name} does not resolve, so there is no address to send to."),
             DropReason::TooManyHops => "The packet went round in circles and was given up.".into(),
+            DropReason::ReplyFromWrongSource { expected, got } => format!(
+                "The answer arrives from {got}, but the client sent its request to {expected}: no socket of the client is connected to {got}, so its kernel answers with a reset (a UDP answer is dropped), and the client never hears back. The reply did not come back through the node whose conntrack could have undone the DNAT."
+            ),
             DropReason::NoNeighbour { ip, iface } => format!(
                 "Nobody on {iface} answers ARP for {ip}, so the kernel marks the neighbour FAILED and the connection fails with \"No route to host\"; the packet never leaves."
             ),

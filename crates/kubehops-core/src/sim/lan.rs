@@ -10,11 +10,12 @@
 
 use super::hop::{ArpFrame, ArpOp, DropReason, Field, Hop, HopKind, Leg, MatchedRule, PacketHop, Payload, Rewrite, RewriteKind, Unroutable};
 use super::host::{Neighbour, NeighbourState};
-use super::network::{masquerade_port, next, packet_text, Dial, Outcome, Step};
+use super::network::{masquerade, next, packet_text, Dial, Outcome, Step};
 use super::{ActorId, ActorKind, World};
 use crate::controllers::gateway::{container_port, Decision};
 use crate::dataplane::conntrack::Direction;
 use crate::dataplane::docker::Mac;
+use crate::dataplane::iptables::Target;
 use crate::dataplane::netfilter::{traverse, Dice, Entry, NodeContext, Verdict};
 use crate::net::{Packet, SockAddr};
 use std::net::Ipv4Addr;
@@ -38,7 +39,8 @@ impl World {
             .filter_map(|r| Some(MatchedRule { table: r.table, line: host.line_of(r)?, text: host.nat.rule(r)?.render_kernel(&r.chain), purpose: None }))
             .collect();
         if let Some(v) = t.refused() {
-            return Step::Drop(DropReason::Filtered { node: me, rejected: *v == Verdict::Reject, rule: matched.last().cloned(), comment: None });
+            let rule = t.refusing_rule().and_then(|r| matched.iter().find(|m| Some(m.line) == host.line_of(r)).cloned());
+            return Step::Drop(DropReason::Filtered { node: me, rejected: *v == Verdict::Reject, rule, comment: None });
         }
         let mut after = t.routed;
         let mut rewrites = Vec::new();
@@ -49,18 +51,25 @@ impl World {
             Ok(x) => x,
             Err(e) => return Step::Drop(e),
         };
-        if t.masquerade() {
+        if let Some(r) = t.masquerade_rule() {
             let from = after.src;
-            after.src = SockAddr::new(src, masquerade_port(1000 + h, pkt));
-            rewrites.push(Rewrite { kind: RewriteKind::Snat, field: Field::Source, from, to: after.src });
+            let random_fully = self.hosts[h].nat.rule(r).is_some_and(|r| matches!(r.target, Target::Masquerade { random_fully: true }));
+            after.src = masquerade(&self.hosts[h].conntrack, 1000 + h, pkt, &after, src, random_fully);
+            // A masquerade that keeps both address and port changes nothing.
+            if after.src != from {
+                rewrites.push(Rewrite { kind: RewriteKind::Snat, field: Field::Source, from, to: after.src });
+            }
         }
         let entry_index = self.hosts[h].conntrack.insert(pkt, &after, self.clock);
-        let (caption, detail) = self.host_caption(me, to, pkt, &after, &rewrites, &matched);
+        let kept = t.masquerade_rule().is_some() && !rewrites.iter().any(|r| r.kind == RewriteKind::Snat);
+        let (caption, detail) = self.host_caption(me, to, pkt, &after, &rewrites, &matched, kept);
         let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched, by_conntrack: false, could_reach: vec![], conntrack_entry: Some(entry_index), payload: payload.clone() };
         next(to, packet, caption, detail)
     }
 
-    fn host_caption(&self, me: ActorId, to: ActorId, before: &Packet, after: &Packet, rewrites: &[Rewrite], matched: &[MatchedRule]) -> (String, String) {
+    /// `kept`: a masquerade matched and left the source as it was.
+    #[allow(clippy::too_many_arguments)]
+    fn host_caption(&self, me: ActorId, to: ActorId, before: &Packet, after: &Packet, rewrites: &[Rewrite], matched: &[MatchedRule], kept: bool) -> (String, String) {
         let name = self.actors.short(me).to_string();
         if to == me {
             let docker = if matched.is_empty() { " Docker's OUTPUT rule leaves 127.0.0.0/8 alone, so nothing rewrites it." } else { "" };
@@ -68,7 +77,12 @@ impl World {
         }
         let to_name = self.place_name(to);
         if rewrites.is_empty() {
-            return (format!("request → {}", after.dst), format!("{name} sends {} out of its bridge to {to_name}; no rule of its nat table rewrites it.", packet_text(before)));
+            let why = if kept {
+                format!("its masquerade rule for the bridge matches, but the packet already leaves from {}, and a masquerade without --random-fully keeps a source port no other connection uses, so nothing changes", after.src.ip)
+            } else {
+                "no rule of its nat table rewrites it".to_string()
+            };
+            return (format!("request → {}", after.dst), format!("{name} sends {} out of its bridge to {to_name}; {why}.", packet_text(before)));
         }
         let parts: Vec<String> = rewrites
             .iter()

@@ -20,6 +20,7 @@ pub mod host;
 mod lan;
 mod network;
 mod outside;
+pub mod snapshot;
 pub mod view;
 
 pub use actor::{Actor, ActorId, ActorKind, Actors, Zone};
@@ -27,6 +28,7 @@ pub use hop::{ArpFrame, ArpOp, DropReason, Field, Hop, HopKind, Leg, MatchedRule
 pub use host::{HostNet, Neighbour, NeighbourState, Route};
 pub use network::{Dial, Outcome};
 pub use outside::{Internet, Site};
+pub use snapshot::{DataplaneSnapshot, HostSnapshot, NodeSnapshot, PodSnapshot};
 pub use view::{BalancerView, ConntrackLine, HostView, KubectlTable, NodeView, RuleLine, RuleSummary, View};
 
 use crate::api::server::{ApiError, ApiServer};
@@ -183,7 +185,7 @@ impl World {
         let services: Vec<Service> = self.api.services().cloned().collect();
         let mut rules = sync_node(&self.api.nodes[node], &services, &self.api.endpoint_slices(), &self.proxy);
         if let Some(pods) = self.egress_masquerade {
-            crate::dataplane::cni::egress_masquerade_by(&mut rules.nat, pods, self.masq_agent);
+            crate::dataplane::cni::egress_masquerade_by(&mut rules.nat, pods, self.masq_agent, self.proxy.node_features.random_fully);
         }
         rules
     }

@@ -14,7 +14,8 @@
 use super::hop::{DropReason, Field, Hop, HopKind, Leg, MatchedRule, PacketHop, Payload, Rewrite, RewriteKind, Unroutable};
 use super::{ActorId, ActorKind, World};
 use crate::controllers::cloud::{Delivery, LbFlow, LbState};
-use crate::dataplane::conntrack::Direction;
+use crate::dataplane::conntrack::{ConntrackTable, Direction};
+use crate::dataplane::iptables::Target;
 use crate::dataplane::netfilter::{reachable_dnat_targets, traverse, Dice, Entry, NodeContext, Verdict};
 use crate::dataplane::trace::node_addresses;
 use crate::dns::{ClusterDns, DnsConfig, QType, RData, Rcode, Response};
@@ -125,8 +126,12 @@ impl World {
                 Step::Deliver { packet, caption, detail } => {
                     (pkt, payload) = (packet.after, packet.payload.clone());
                     self.push(Hop { from: at, to: at, kind: hop_kind(&payload, leg), leg, what_if: false, caption, detail, packet: Some(packet), dropped: None, conn, arp: None });
+                    if pkt.src != d.dst {
+                        return self.wrong_source(at, leg, conn, d.dst, pkt, payload);
+                    }
                     return Outcome::Answered { server: pkt.src, payload };
                 }
+                Step::Arrived if pkt.src != d.dst => return self.wrong_source(at, leg, conn, d.dst, pkt, payload),
                 Step::Arrived => {
                     // A host's conntrack saw the reply arrive: the view after
                     // the last hop shows that.
@@ -159,6 +164,16 @@ impl World {
             }
         }
         Outcome::Dropped { at, reason: DropReason::TooManyHops }
+    }
+
+    /// The answer reached the client from an address it did not dial:
+    /// its kernel has no socket for it, and the connection fails there.
+    fn wrong_source(&mut self, at: ActorId, leg: Leg, conn: Option<u32>, expected: SockAddr, pkt: Packet, payload: Option<Payload>) -> Outcome {
+        let reason = DropReason::ReplyFromWrongSource { expected, got: pkt.src };
+        let detail = reason.describe(&self.actors);
+        let hop = Hop { from: at, to: at, kind: HopKind::Dropped, leg, what_if: false, caption: "dropped".into(), detail, packet: Some(PacketHop::plain(pkt, payload)), dropped: Some(reason.clone()), conn, arp: None };
+        self.push(hop);
+        Outcome::Dropped { at, reason }
     }
 
     /// The first hop: the client sends.
@@ -358,7 +373,7 @@ impl World {
             })
             .collect();
         if let Some(v) = t.refused() {
-            let last = t.filter.matched.last().or(t.nat.matched.last());
+            let last = t.refusing_rule();
             let rule = last.and_then(|r| matched.iter().find(|m| Some(m.line) == rules.line_of(r)).cloned());
             let comment = last.and_then(|r| rules.rule(r)).and_then(|r| r.comment().map(str::to_string));
             return Step::Drop(DropReason::Filtered { node: me, rejected: *v == Verdict::Reject, rule, comment });
@@ -380,12 +395,14 @@ impl World {
             Ok(r) => r,
             Err(e) => return Step::Drop(e),
         };
-        if t.masquerade() {
+        if let Some(r) = t.masquerade_rule() {
             let from = after.src;
-            // MASQUERADE --random-fully draws a fresh source port; here it
-            // is derived from the connection so the story repeats.
-            after.src = SockAddr::new(out_addr, masquerade_port(n, pkt));
-            rewrites.push(Rewrite { kind: RewriteKind::Snat, field: Field::Source, from, to: after.src });
+            let random_fully = rules.rule(r).is_some_and(|r| matches!(r.target, Target::Masquerade { random_fully: true }));
+            after.src = masquerade(&self.conntrack[n], n, pkt, &after, out_addr, random_fully);
+            // A masquerade that keeps both address and port changes nothing.
+            if after.src != from {
+                rewrites.push(Rewrite { kind: RewriteKind::Snat, field: Field::Source, from, to: after.src });
+            }
         }
         let entry_index = self.conntrack[n].insert(pkt, &after, self.clock);
         let to_name = self.place_name(to);
@@ -521,10 +538,21 @@ pub(super) fn node_caption(name: &str, to_name: &str, before: &Packet, after: &P
     (parts.join(", "), detail)
 }
 
-/// A source port in 1024–65535, stable for one node and connection.
-pub(super) fn masquerade_port(node: usize, pkt: &Packet) -> u16 {
-    let h = crate::hash::fnv1a(format!("{node}|{}|{}", pkt.src, pkt.dst).as_bytes());
-    1024 + (h % 64512) as u16
+/// The source MASQUERADE gives a new connection that leaves from address
+/// `addr`. With `--random-fully` the kernel draws the port; here it is a
+/// hash of the machine and connection (`salt`, `pkt`), so the story
+/// repeats. Without it the kernel keeps the client's port unless a
+/// connection it tracks already uses that address and port towards the
+/// same destination (`routed` is the packet after DNAT), and only then
+/// looks for another one.
+pub(super) fn masquerade(table: &ConntrackTable, salt: usize, pkt: &Packet, routed: &Packet, addr: Ipv4Addr, random_fully: bool) -> SockAddr {
+    let kept = SockAddr::new(addr, pkt.src.port);
+    let taken = table.lookup(&Packet { proto: pkt.proto, src: routed.dst, dst: kept }).is_some();
+    if !random_fully && !taken {
+        return kept;
+    }
+    let h = crate::hash::fnv1a(format!("{salt}|{}|{}", pkt.src, pkt.dst).as_bytes());
+    SockAddr::new(addr, 1024 + (h % 64512) as u16)
 }
 
 impl World {
@@ -592,5 +620,33 @@ impl World {
         let detail = reason.describe(&self.actors);
         self.push(Hop { from: at, to: at, kind: HopKind::Dropped, leg: Leg::Out, what_if: false, caption: "dropped".into(), detail, packet: None, dropped: Some(reason.clone()), conn: None, arp: None });
         Outcome::Dropped { at, reason }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::ip;
+
+    #[test]
+    fn masquerade_keeps_a_free_port_unless_random_fully() {
+        let pkt = Packet::new(Protocol::Tcp, SockAddr::new(ip(10, 244, 1, 4), 51000), SockAddr::new(ip(10, 96, 0, 50), 80));
+        let routed = Packet { dst: SockAddr::new(ip(10, 244, 2, 7), 8080), ..pkt };
+        let node = ip(10, 0, 0, 11);
+        let mut table = ConntrackTable::default();
+        assert_eq!(masquerade(&table, 0, &pkt, &routed, node, false), SockAddr::new(node, 51000), "the client's port, free");
+        let drawn = masquerade(&table, 0, &pkt, &routed, node, true);
+        assert_eq!(drawn.ip, node);
+        assert_ne!(drawn.port, 51000, "--random-fully draws one");
+        // Another client already holds node:51000 towards the same Pod: the
+        // kernel must find another port for this one.
+        let other = Packet::new(Protocol::Tcp, SockAddr::new(ip(10, 244, 1, 9), 51000), routed.dst);
+        table.insert(&other, &Packet { src: SockAddr::new(node, 51000), ..other }, 0);
+        let moved = masquerade(&table, 0, &pkt, &routed, node, false);
+        assert_eq!(moved.ip, node);
+        assert_ne!(moved.port, 51000);
+        // Towards another destination the same port is free again.
+        let elsewhere = Packet { dst: SockAddr::new(ip(10, 244, 2, 8), 8080), ..routed };
+        assert_eq!(masquerade(&table, 0, &pkt, &elsewhere, node, false).port, 51000);
     }
 }

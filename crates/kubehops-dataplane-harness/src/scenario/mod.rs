@@ -1,0 +1,604 @@
+//! Every packet hop of the scenarios, replayed through a real kernel.
+//!
+//! A scenario records its connections hop by hop: the packet as it
+//! arrives at each node or host, what that machine's rules did to it
+//! (DNAT, SNAT, the rules that matched, every endpoint it could have
+//! picked), the conntrack entry it made, and the way back; and with each
+//! step the data plane the step's connections ran on. The harness builds
+//! that data plane (the nodes with the tables they held, the Pods, a host
+//! with Docker's rules), sends the same packet (same client, address and
+//! port: a Pod from its veth, a host from its own stack) and compares hop
+//! by hop. What is not netfilter's is left out and counted
+//! ([`adapter`]'s `SKIP_*`): ARP, a cloud balancer's own rewrite,
+//! docker-proxy's userland connection, packets between machines outside;
+//! servers (Pods, Envoy, CoreDNS, the resolver and sites outside) are the
+//! harness's echo servers, compared by address, not payload.
+//!
+//! The kernel picks endpoints at random, so the connection is repeated
+//! (each time on machines that have seen nothing) until it takes the
+//! scenario's pick, which a kernel that picks as the model says misses
+//! with probability below [`crate::stats::MISS`]; every other pick must be
+//! one the hop says it could reach. Ports that `--random-fully` chose are
+//! the kernel's own, and are compared as one value wherever the model
+//! uses the same port; a masquerade without it must keep the port.
+//!
+//! Only [`adapter`] knows the simulator's types: the rest works on
+//! [`ScenarioReplay`], so a new simulator changes that module alone.
+
+pub mod adapter;
+
+use crate::check::{self, Report};
+use crate::decisions::{Decision, Mode, Source};
+use crate::kernel::{KernelEntry, NodeState};
+use crate::oracle;
+use crate::plan::{DataplaneSpec, Machine, Plan};
+use crate::stats;
+use crate::topology::Topology;
+use crate::wire::{self, Answer, Outcome};
+use kubehops_core::dataplane::iptables::{TableName, Target};
+use kubehops_core::dataplane::netfilter::Entry;
+use kubehops_core::net::{Packet, Protocol, SockAddr};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::net::Ipv4Addr;
+
+/// A data plane a scenario recorded, and the connections that ran on it.
+pub struct ScenarioReplay {
+    /// The scenario's id.
+    pub scenario: String,
+    pub dataplane: DataplaneSpec,
+    pub connections: Vec<Connection>,
+}
+
+/// Who opens a connection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Client {
+    /// A client outside the cluster: the outside namespace.
+    Outside,
+    /// A Pod: its namespace, through its veth into its node's PREROUTING.
+    Pod,
+    /// A process on a node or a host, by name: through its OUTPUT.
+    Machine(String),
+}
+
+/// One connection, as the scenario recorded it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Connection {
+    pub what: String,
+    pub client: Client,
+    /// The first packet as the client sends it; after a balancer, as it
+    /// reaches the node the balancer chose.
+    pub sent: Packet,
+    /// The address the packet has when it reaches its first node, and
+    /// that node: an address only ARP or a balancer sends there (a
+    /// load-balancer IP) is routed to it for the connection.
+    pub route: Option<(Ipv4Addr, String)>,
+    /// Each rule decision a node or host made, in order.
+    pub hops: Vec<MachineHop>,
+    pub end: End,
+    /// How many of the scenario's hops the replay covers.
+    pub packet_hops: usize,
+}
+
+impl Connection {
+    /// The same packets through the same decisions (the name aside).
+    pub fn same_packets(&self, o: &Connection) -> bool {
+        (&self.client, self.sent, &self.route, &self.hops, &self.end) == (&o.client, o.sent, &o.route, &o.hops, &o.end)
+    }
+
+    fn proto(&self) -> Protocol {
+        self.sent.proto
+    }
+}
+
+/// One machine's rule decision on a new connection.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MachineHop {
+    pub machine: String,
+    pub before: Packet,
+    pub after: Packet,
+    pub could_reach: Vec<SockAddr>,
+    /// The rules that matched: table, line as the hop numbers it, text.
+    pub matched: Vec<(TableName, usize, String)>,
+    /// Whether the machine masqueraded the packet (a masquerade that
+    /// changed nothing is not one).
+    pub snat: bool,
+}
+
+/// How a connection ends in the scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub enum End {
+    /// A server answered: where the request reached it, and the source
+    /// the answer comes from as it reaches the client (`None`: the
+    /// scenario draws no way back).
+    Answered { server: SockAddr, reply_from: Option<SockAddr> },
+    /// A machine's filter rules dropped or rejected it.
+    Filtered { machine: String, rejected: bool, rule: Option<(TableName, usize, String)> },
+    /// Nothing listens: refused.
+    Refused,
+    /// The answer came back from another address than the one dialled.
+    WrongSource { got: SockAddr },
+}
+
+/// What one scenario's cases hold, and what of it the harness replays.
+#[derive(Clone, Debug, Default)]
+pub struct Coverage {
+    pub scenario: String,
+    pub builds: usize,
+    /// Distinct data planes the connections ran on (one set of namespaces each).
+    pub data_planes: usize,
+    pub connections: usize,
+    /// Connections identical to one on the same data plane, replayed once.
+    pub identical: usize,
+    /// Packet hops of replayed (or identical) connections.
+    pub packet_hops: usize,
+    /// Hops that carry no packet (control plane).
+    pub not_packets: usize,
+    /// Hops left out, by why.
+    pub skipped: BTreeMap<&'static str, usize>,
+    /// Connections whose server is an echo server in the replay, by what
+    /// of the scenario's answer that leaves out.
+    pub stand_ins: BTreeMap<&'static str, usize>,
+}
+
+/// The scenarios the core builds, as replays, and their coverage.
+pub fn connections() -> Result<(Vec<ScenarioReplay>, Vec<Coverage>), String> {
+    adapter::replays()
+}
+
+/// Addresses and servers outside the cluster the connections need.
+fn outside_of(s: &ScenarioReplay) -> (Vec<Ipv4Addr>, Vec<(Protocol, SockAddr)>) {
+    let pods: BTreeSet<Ipv4Addr> = s.dataplane.pods.iter().map(|p| p.0).collect();
+    let mut addrs: BTreeSet<Ipv4Addr> = BTreeSet::new();
+    let mut listen: BTreeSet<(Protocol, SockAddr)> = BTreeSet::new();
+    for c in &s.connections {
+        if c.client == Client::Outside {
+            addrs.insert(c.sent.src.ip);
+        }
+        if let End::Answered { server, .. } = c.end {
+            let inside = pods.contains(&server.ip) || s.dataplane.nodes.iter().any(|(n, _)| n.internal_ip == server.ip);
+            if !inside {
+                addrs.insert(server.ip);
+                listen.insert((c.proto(), server));
+            }
+        }
+    }
+    (addrs.into_iter().collect(), listen.into_iter().collect())
+}
+
+/// Replays one data plane's connections, each with its hops, and each
+/// connection's random pick as a decision of its own (every endpoint, the
+/// split), unless an identical decision was checked already (`seen`).
+pub fn replay(s: &ScenarioReplay, backend: crate::kernel::Backend, report: &mut Report, seen: &mut HashSet<String>) {
+    let (outside, listen) = outside_of(s);
+    let mut plan = match Plan::from_dataplane(&s.dataplane, outside, listen) {
+        Ok(p) => p,
+        Err(e) => return fail_all(s, report, e),
+    };
+    let decisions: Vec<Option<Decision>> = s.connections.iter().map(|c| split_decision(&plan, c)).collect();
+    for d in decisions.iter().flatten() {
+        if let Err(e) = plan.add_source(d) {
+            return fail_all(s, report, e);
+        }
+    }
+    let topo = match Topology::build(plan, backend) {
+        Ok(t) => t,
+        Err(e) => return fail_all(s, report, format!("cannot build the cluster with iptables-{}: {e}", backend.name())),
+    };
+    for (c, d) in s.connections.iter().zip(&decisions) {
+        let n = decisions_of(c);
+        report.decisions += n;
+        if let Err(e) = replay_connection(&topo, c, report) {
+            report.failed += n;
+            report.failures.push(format!("{} / {}: {e}", s.dataplane.name, c.what));
+        }
+        if let Some(d) = d.as_ref().filter(|d| seen.insert(decision_key(&topo.plan, d))) {
+            check::run_decision(&topo, d, report);
+        }
+    }
+}
+
+fn fail_all(s: &ScenarioReplay, report: &mut Report, e: String) {
+    let n: usize = s.connections.iter().map(decisions_of).sum();
+    report.decisions += n;
+    report.failed += n;
+    report.failures.push(format!("{}: {e}", s.dataplane.name));
+}
+
+/// The rule decisions a connection's replay checks: each machine's on
+/// its way, and the drop.
+fn decisions_of(c: &Connection) -> usize {
+    c.hops.len() + usize::from(matches!(c.end, End::Filtered { .. }))
+}
+
+/// The decision of the node that picks an endpoint at random (or of the
+/// first node), from the source it sees: the client, or a host in front
+/// of it. A node behind another node (a Pod's own node forwarding to a
+/// node port elsewhere) sees a source no decision stands for: none then.
+fn split_decision(plan: &Plan, c: &Connection) -> Option<Decision> {
+    let is_node = |h: &MachineHop| matches!(plan.machine(&h.machine), Some(Machine::Node(_)));
+    let i = c.hops.iter().position(|h| h.could_reach.len() > 1).or_else(|| c.hops.iter().position(is_node))?;
+    let h = &c.hops[i];
+    if !is_node(h) {
+        return None;
+    }
+    let source = match (i, &c.client) {
+        (0, Client::Outside) => Source::Outside,
+        (0, Client::Pod) => Source::Pod,
+        (0, Client::Machine(_)) => Source::Node,
+        (_, _) if matches!(plan.machine(&c.hops[i - 1].machine), Some(Machine::Host(_))) => Source::Host,
+        _ => return None,
+    };
+    let what = format!("{}: {}'s decision, every endpoint", c.what, h.machine);
+    Some(Decision { what, node: h.machine.clone(), source, src: h.before.src.ip, proto: c.proto(), dst: h.before.dst, want: None, mode: Mode::Split })
+}
+
+/// Decisions are the same when the node holds the same rules and the
+/// same packet arrives from the same kind of source.
+fn decision_key(plan: &Plan, d: &Decision) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    plan.machine(&d.node).map(|m| plan.machine_lines(m)).hash(&mut h);
+    format!("{}|{:?}|{}|{:?}|{}|{:x}", d.node, d.source, d.src, d.proto, d.dst, h.finish())
+}
+
+/// Ports the kernel chose where the model chose its own (`--random-fully`):
+/// model port → kernel port.
+#[derive(Default)]
+struct Ports {
+    free: BTreeSet<u16>,
+    bound: BTreeMap<u16, u16>,
+}
+
+impl Ports {
+    /// Binds a free model port to the kernel's, or checks it is the same.
+    fn agree(&mut self, model: SockAddr, kernel: SockAddr) -> bool {
+        if model.ip != kernel.ip {
+            return false;
+        }
+        if !self.free.contains(&model.port) {
+            return model.port == kernel.port;
+        }
+        *self.bound.entry(model.port).or_insert(kernel.port) == kernel.port
+    }
+
+    fn apply(&self, a: SockAddr) -> SockAddr {
+        SockAddr::new(a.ip, self.bound.get(&a.port).copied().unwrap_or(a.port))
+    }
+
+    fn packet(&self, p: Packet) -> Packet {
+        Packet { proto: p.proto, src: self.apply(p.src), dst: self.apply(p.dst) }
+    }
+}
+
+fn machine(plan: &Plan, name: &str) -> Result<Machine, String> {
+    plan.machine(name).ok_or_else(|| format!("no node or host {name}"))
+}
+
+/// Where the client's connection starts.
+fn client_ns<'t>(topo: &'t Topology, c: &Connection) -> Result<&'t crate::netns::Netns, String> {
+    match &c.client {
+        Client::Outside => Ok(&topo.outside),
+        Client::Pod => topo.plan.pod_of(c.sent.src.ip).map(|j| &topo.pods[j]).ok_or_else(|| format!("no Pod {}", c.sent.src.ip)),
+        Client::Machine(name) => Ok(topo.machine_ns(machine(&topo.plan, name)?)),
+    }
+}
+
+/// The chance that the kernel takes every pick the scenario took.
+fn pick_probability(plan: &Plan, c: &Connection) -> Result<f64, String> {
+    let mut p = 1.0;
+    for (i, h) in c.hops.iter().enumerate().filter(|(_, h)| h.could_reach.len() > 1) {
+        let m = machine(plan, &h.machine)?;
+        let own = i == 0 && matches!(c.client, Client::Machine(_));
+        let entry = if own { Entry::Local } else { Entry::Arriving };
+        let branches = oracle::branches(plan.machine_rules(m), entry, &h.before, &plan.machine_ctx(m));
+        p *= branches.iter().filter(|b| b.target() == Some(h.after.dst)).map(|b| b.probability).sum::<f64>();
+    }
+    Ok(p)
+}
+
+fn replay_connection(topo: &Topology, c: &Connection, report: &mut Report) -> Result<(), String> {
+    check_lines(&topo.plan, c)?;
+    let ns = client_ns(topo, c)?;
+    let attempts = stats::attempts_for(pick_probability(&topo.plan, c)?);
+    let from_outside = !matches!(c.client, Client::Pod) && !matches!(&c.client, Client::Machine(n) if topo.plan.node_index(n).is_some());
+    let route = c.route.as_ref().filter(|(a, _)| from_outside && !topo.is_routed(*a));
+    let routed_to = match route {
+        Some((a, node)) => Some((*a, topo.plan.node_index(node).ok_or_else(|| format!("no node {node}"))?)),
+        None => None,
+    };
+    if let Some((a, n)) = routed_to {
+        topo.route_vip(a, Some(n))?;
+    }
+    let result = (|| {
+        for _ in 0..attempts {
+            topo.reset()?;
+            let conn = wire::probe(ns, c.proto(), c.sent.src, c.sent.dst)?;
+            report.connections += 1;
+            if let Some(done) = judge(topo, c, &conn.outcome)? {
+                return done;
+            }
+        }
+        Err(format!("the kernel never took the scenario's picks in {attempts} connections"))
+    })();
+    if let Some((a, _)) = routed_to {
+        topo.route_vip(a, None)?;
+    }
+    result
+}
+
+/// One attempt's outcome against the scenario's end: `None` to try again
+/// (the kernel picked another endpoint the hop could reach).
+fn judge(topo: &Topology, c: &Connection, outcome: &Outcome) -> Result<Option<Result<(), String>>, String> {
+    let got = describe(outcome);
+    match &c.end {
+        End::Answered { server, .. } => {
+            let Some(a) = outcome.answer() else { return Ok(Some(Err(format!("the scenario's connection to {} {got} in the kernel", c.sent.dst)))) };
+            if a.server == *server {
+                return Ok(Some(compare_hops(topo, c, Some(a))));
+            }
+            let random = c.hops.iter().find(|h| h.could_reach.len() > 1);
+            if random.is_some_and(|h| h.could_reach.contains(&a.server)) {
+                return Ok(None);
+            }
+            Ok(Some(Err(format!("the kernel delivered it to {}, which the scenario's hops never reach (it says {server})", a.server))))
+        }
+        End::Filtered { rejected, .. } => {
+            let ok = match outcome {
+                Outcome::Refused | Outcome::Blocked => *rejected,
+                Outcome::TimedOut => !*rejected,
+                _ => false,
+            };
+            let want = if *rejected { "refused" } else { "timed out" };
+            Ok(Some(if ok { compare_hops(topo, c, None) } else { Err(format!("the scenario's rules {} it; the kernel's connection {got}, not {want}", if *rejected { "reject" } else { "drop" })) }))
+        }
+        End::Refused => Ok(Some(if *outcome == Outcome::Refused { compare_hops(topo, c, None) } else { Err(format!("nothing listens, says the scenario; the kernel's connection {got}")) })),
+        End::WrongSource { got: from } => Ok(Some(if *outcome == Outcome::TimedOut {
+            compare_hops(topo, c, None)
+        } else {
+            Err(format!("the answer comes back from {from}, says the scenario, which the client's socket does not take; the kernel's connection {got}"))
+        })),
+    }
+}
+
+fn describe(o: &Outcome) -> String {
+    match o {
+        Outcome::Answered(a) => format!("was answered by {} (which saw {})", a.server, a.peer),
+        Outcome::Refused => "was refused".into(),
+        Outcome::TimedOut => "timed out".into(),
+        Outcome::Unreachable => "got ICMP unreachable".into(),
+        Outcome::Blocked => "was blocked on its way out (EPERM)".into(),
+        Outcome::Failed(e) => format!("failed: {e}"),
+    }
+}
+
+/// Every rule line a hop (or the drop) names is that line of the rules
+/// the rebuilt machine holds.
+fn check_lines(plan: &Plan, c: &Connection) -> Result<(), String> {
+    let drop = match &c.end {
+        End::Filtered { machine, rule: Some(r), .. } => Some((machine, r)),
+        _ => None,
+    };
+    let named = c.hops.iter().flat_map(|h| h.matched.iter().map(move |r| (&h.machine, r))).chain(drop);
+    for (name, (_, line, text)) in named {
+        let lines = plan.machine_lines(machine(plan, name)?);
+        if lines.get(*line) != Some(text) {
+            return Err(format!("{name}: line {line} is {:?} in the rebuilt rules, {text:?} in the scenario", lines.get(*line)));
+        }
+    }
+    Ok(())
+}
+
+/// Whether the MASQUERADE a hop matched draws its port (`--random-fully`).
+fn random_fully(plan: &Plan, h: &MachineHop) -> bool {
+    let Some(m) = plan.machine(&h.machine) else { return false };
+    h.matched.iter().rev().filter(|(t, ..)| *t == TableName::Nat).find_map(|(t, line, _)| {
+        let r = plan.rule_at(m, *t, *line)?;
+        match plan.machine_rules(m).rule(&r)?.target {
+            Target::Masquerade { random_fully } => Some(random_fully),
+            _ => None,
+        }
+    }) == Some(true)
+}
+
+/// The kernel's account of one connection against the scenario's: the
+/// source the server saw, the client's answer, each hop's conntrack
+/// entry, every machine's counters.
+fn compare_hops(topo: &Topology, c: &Connection, answer: Option<Answer>) -> Result<(), String> {
+    let mut ports = Ports::default();
+    for h in c.hops.iter().filter(|h| h.snat && random_fully(&topo.plan, h)) {
+        ports.free.insert(h.after.src.port);
+    }
+    let mut problems = Vec::new();
+    if let (Some(a), Some(last)) = (answer, c.hops.last()) {
+        if !ports.agree(last.after.src, a.peer) {
+            problems.push(format!("{} saw the source {}, the scenario says {}", a.server, a.peer, last.after.src));
+        }
+    }
+    let reply_from = match c.end {
+        End::Answered { reply_from, .. } => reply_from,
+        _ => None,
+    };
+    if let Some(from) = reply_from.filter(|f| *f != c.sent.dst) {
+        problems.push(format!("the client's answer comes from {} in the kernel (its socket only takes that), from {from} in the scenario", c.sent.dst));
+    }
+    let machines = topo.plan.machines();
+    let states: Vec<NodeState> = machines.iter().map(|m| topo.read_machine(*m)).collect::<Result<_, _>>()?;
+    let answered = answer.is_some() && reply_from.is_some();
+    for h in &c.hops {
+        let i = machines.iter().position(|m| Some(*m) == topo.plan.machine(&h.machine)).ok_or("no machine")?;
+        problems.extend(compare_hop_entry(&h.machine, h, &ports, answered, &states[i].conntrack));
+    }
+    problems.extend(compare_counters(topo, c, &machines, &states)?);
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n    "))
+    }
+}
+
+fn compare_hop_entry(name: &str, h: &MachineHop, ports: &Ports, answered: bool, table: &[KernelEntry]) -> Option<String> {
+    let (before, after) = (ports.packet(h.before), ports.packet(h.after));
+    let model = oracle::conntrack_entry(&before, &after, answered);
+    let k = table.iter().find(|k| k.proto == before.proto && k.original == model.original);
+    let Some(k) = k else { return Some(format!("{name}: no conntrack entry for {} → {}", model.original.src, model.original.dst)) };
+    if k.reply != model.reply {
+        return Some(format!("{name}: conntrack's reply tuple is {} → {}, the scenario's {} → {}", k.reply.src, k.reply.dst, model.reply.src, model.reply.dst));
+    }
+    (answered && k.unreplied).then(|| format!("{name}: conntrack shows the answered connection unreplied, the scenario's entry is {:?}", model.state))
+}
+
+/// Each hop's nat lines counted once on its machine and no other nat
+/// rule anywhere (but on the machine that dropped the packet, whose nat
+/// walk the scenario does not list); each of its filter lines, and the
+/// rule that dropped it, counted.
+fn compare_counters(topo: &Topology, c: &Connection, machines: &[Machine], states: &[NodeState]) -> Result<Vec<String>, String> {
+    let plan = &topo.plan;
+    let mut want: Vec<BTreeMap<(String, usize), u64>> = vec![BTreeMap::new(); machines.len()];
+    let mut filter: Vec<Vec<(kubehops_core::dataplane::iptables::RuleRef, String)>> = vec![Vec::new(); machines.len()];
+    let index = |name: &str| -> Result<usize, String> {
+        let m = machine(plan, name)?;
+        machines.iter().position(|x| *x == m).ok_or_else(|| format!("no machine {name}"))
+    };
+    let drop = match &c.end {
+        End::Filtered { machine, rule, .. } => Some((machine.clone(), rule.clone())),
+        _ => None,
+    };
+    let lines = c.hops.iter().flat_map(|h| h.matched.iter().map(move |r| (h.machine.clone(), r.clone()))).chain(drop.iter().filter_map(|(m, r)| Some((m.clone(), r.clone()?))));
+    for (name, (table, line, text)) in lines {
+        let i = index(&name)?;
+        let r = plan.rule_at(machines[i], table, line).ok_or_else(|| format!("{name}: no rule at line {line}"))?;
+        match table {
+            TableName::Nat => *want[i].entry((r.chain, r.index)).or_default() += 1,
+            _ => filter[i].push((r, text)),
+        }
+    }
+    let dropped_at = drop.as_ref().map(|(m, _)| index(m)).transpose()?;
+    let mut out = Vec::new();
+    for (i, state) in states.iter().enumerate() {
+        let name = plan.machine_name(machines[i]);
+        for ((table, chain), counts) in &state.counters {
+            if *table != TableName::Nat || dropped_at == Some(i) {
+                continue;
+            }
+            for (index, got) in counts.iter().enumerate() {
+                let w = want[i].get(&(chain.clone(), index)).copied().unwrap_or(0);
+                if *got != w {
+                    let r = kubehops_core::dataplane::iptables::RuleRef { table: *table, chain: chain.clone(), index };
+                    let text = plan.machine_rules(machines[i]).rule(&r).map(|x| x.render(chain)).unwrap_or_default();
+                    out.push(format!("{name}: the kernel counted {got} packets on `nat: {text}`, the scenario's hops {w}"));
+                }
+            }
+        }
+        for (r, text) in &filter[i] {
+            if state.counters.get(&(r.table, r.chain.clone())).and_then(|v| v.get(r.index)).copied().unwrap_or(0) == 0 {
+                out.push(format!("{name}: the scenario's hop matched `{text}`, the kernel counted nothing there"));
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kubehops_core::net::ip;
+
+    fn all() -> (Vec<ScenarioReplay>, Vec<Coverage>) {
+        connections().expect("the scenarios build")
+    }
+
+    fn find<'a>(r: &'a [ScenarioReplay], what: &str) -> Vec<&'a Connection> {
+        r.iter().flat_map(|s| s.connections.iter()).filter(|c| c.what.contains(what)).collect()
+    }
+
+    #[test]
+    fn the_walkthrough_gives_its_connections_and_their_hops() {
+        let (r, _) = all();
+        let walk: Vec<&ScenarioReplay> = r.iter().filter(|s| s.scenario == "nodeport-loadbalancer").collect();
+        let shape: Vec<Vec<(Vec<String>, bool)>> =
+            walk.iter().map(|s| s.connections.iter().map(|c| (c.hops.iter().map(|h| h.machine.clone()).collect(), matches!(c.end, End::Answered { reply_from: Some(_), .. }))).collect()).collect();
+        // Step 2 through Node-2 to a Pod on Node-3; the balancer's
+        // connection and the VIP what-if, both on Node-1.
+        let n = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(shape, [vec![(n(&["node-2", "node-3"]), true)], vec![(n(&["node-1"]), true), (n(&["node-1"]), false)]]);
+        let dial = &walk[0].connections[0];
+        assert_eq!((dial.client.clone(), dial.sent.dst), (Client::Outside, SockAddr::new(ip(10, 0, 0, 12), 31000)));
+        assert!(matches!(dial.end, End::Answered { reply_from: Some(f), .. } if f == dial.sent.dst), "the laptop hears back from the address it dialled");
+        assert!(dial.hops[0].snat && !dial.hops[1].snat);
+        let via_balancer = &walk[1].connections[0];
+        assert_eq!(via_balancer.sent.dst, SockAddr::new(ip(10, 0, 0, 11), 31000), "the node port the balancer chose");
+        let what_if = &walk[1].connections[1];
+        assert_eq!(what_if.sent.dst.port, 80, "a VIP balancer keeps the balancer's address");
+        assert_eq!(what_if.route, Some((what_if.sent.dst.ip, "node-1".to_string())), "routed to the node the balancer chose");
+    }
+
+    #[test]
+    fn pods_hosts_and_the_outside_are_clients_and_servers() {
+        let (r, _) = all();
+        // The explorer's DNS lookup: Pod web through its node to CoreDNS, over UDP.
+        let dns = find(&r, "tab=nodeport client=pod-web, step 2 (");
+        assert_eq!(dns.len(), 1, "{:#?}", dns.iter().map(|c| (&c.what, c.sent, &c.end)).collect::<Vec<_>>());
+        assert_eq!((dns[0].client.clone(), dns[0].proto()), (Client::Pod, Protocol::Udp));
+        assert_eq!(dns[0].hops.iter().map(|h| h.machine.as_str()).collect::<Vec<_>>(), ["node-1", "node-2"]);
+        // ExternalName: CoreDNS asks the resolver outside, web dials the site; both masqueraded.
+        let egress: Vec<&Connection> = find(&r, "tab=externalname client=pod-web").into_iter().filter(|c| matches!(c.end, End::Answered { server, .. } if !server.ip.is_private())).collect();
+        assert_eq!(egress.len(), 2, "{egress:?}");
+        assert!(egress.iter().all(|c| c.hops.len() == 1 && c.hops[0].snat));
+        // The lab in hairpin mode: the laptop's own rules DNAT localhost.
+        let hairpin = find(&r, "local-lab placement=worker local=0 hairpin=1, step 1 (");
+        assert_eq!(hairpin.len(), 1);
+        assert_eq!(hairpin[0].client, Client::Machine("Laptop (Docker Engine)".into()));
+        assert_eq!(hairpin[0].sent.dst, SockAddr::new(ip(127, 0, 0, 1), 30082));
+        assert_eq!(hairpin[0].hops.len(), 3, "the laptop, the control plane, the worker");
+        // A node's drop under Local, with the rule that dropped it.
+        let dropped = find(&r, "notready=api-x4k2p, step 3 (");
+        assert!(matches!(&dropped[0].end, End::Filtered { machine, rejected: false, rule: Some(_) } if machine == "node-1"), "{:?}", dropped[0].end);
+    }
+
+    #[test]
+    fn every_scenario_of_the_registry_is_replayed_with_its_defaults() {
+        let (r, cov) = all();
+        for e in kubehops_core::scenarios::REGISTRY {
+            assert!(adapter::cases().contains(&(e.id, vec![])), "{} with its defaults", e.id);
+            assert!(r.iter().any(|s| s.scenario == e.id), "{} has connections", e.id);
+            assert!(cov.iter().any(|c| c.scenario == e.id && c.builds > 0));
+        }
+        // The explorer's defaults are one of its tabs: built once.
+        assert_eq!(cov.iter().find(|c| c.scenario == "service-types").map(|c| c.builds), Some(14));
+    }
+
+    #[test]
+    fn what_is_not_replayed_is_counted_with_why() {
+        let (_, cov) = all();
+        let of = |id: &str| cov.iter().find(|c| c.scenario == id).expect("covered");
+        let lab = of("local-lab");
+        assert_eq!(lab.builds, 8);
+        for reason in [adapter::SKIP_ARP, adapter::SKIP_HOST_PROXY] {
+            assert!(lab.skipped.get(reason).is_some_and(|n| *n > 0), "{reason}: {:?}", lab.skipped);
+        }
+        assert!(lab.stand_ins.get(adapter::STAND_IN_PROXY).is_some_and(|n| *n > 0), "Envoy answers: {:?}", lab.stand_ins);
+        let explorer = of("service-types");
+        for reason in [adapter::SKIP_BALANCER, adapter::SKIP_OUTSIDE, adapter::SKIP_NO_ROUTE, adapter::SKIP_NO_PACKET] {
+            assert!(explorer.skipped.get(reason).is_some_and(|n| *n > 0), "{reason}: {:?}", explorer.skipped);
+        }
+        assert!(explorer.identical > 0, "identical connections on one data plane are replayed once");
+        for why in [adapter::STAND_IN_DNS, adapter::STAND_IN_OUTSIDE] {
+            assert!(explorer.stand_ins.get(why).is_some_and(|n| *n > 0), "{why}: {:?}", explorer.stand_ins);
+        }
+        assert!(cov.iter().all(|c| c.connections > 0 && c.packet_hops > 0 && c.data_planes > 0));
+    }
+
+    #[test]
+    fn the_rebuilt_data_plane_holds_the_rules_every_hop_matched() {
+        let (r, _) = all();
+        for s in &r {
+            let plan = Plan::from_dataplane(&s.dataplane, Vec::new(), Vec::new()).unwrap_or_else(|e| panic!("{e}"));
+            for c in &s.connections {
+                check_lines(&plan, c).unwrap_or_else(|e| panic!("{}: {e}", c.what));
+                assert!(c.hops.iter().filter(|h| plan.node_index(&h.machine).is_some()).all(|h| !h.matched.is_empty()), "{}", c.what);
+                let p = pick_probability(&plan, c).unwrap();
+                assert!(p > 0.0 && p <= 1.0, "{}: the scenario's pick has probability {p}", c.what);
+            }
+        }
+    }
+}
