@@ -139,12 +139,21 @@ impl Target {
 
 #[component]
 pub fn App() -> impl IntoView {
-    let reduced = window()
-        .match_media("(prefers-reduced-motion: reduce)")
-        .ok()
-        .flatten()
-        .is_some_and(|m| m.matches());
-    let player = Player::new(REGISTRY[0].id, Params::default(), reduced);
+    let player = Player::new(REGISTRY[0].id, Params::default(), prefers_reduced_motion());
+    let ctx = provide_ctx(player);
+    sync_link(player);
+    sync_title(player);
+    drive_clock(player);
+    listen_to_keys(player);
+    view! { <Page frame=ctx.frame/> }
+}
+
+fn prefers_reduced_motion() -> bool {
+    window().match_media("(prefers-reduced-motion: reduce)").ok().flatten().is_some_and(|m| m.matches())
+}
+
+/// Derives the layout and the frame from the player, and provides them.
+fn provide_ctx(player: Player) -> Ctx {
     let layout = Memo::new(move |_| player.scenario.with(|s| Layout::new(&s.actors)));
     let frame = Memo::new(move |_| {
         let (s, p) = (player.step.get(), player.shown_progress());
@@ -152,25 +161,26 @@ pub fn App() -> impl IntoView {
     });
     let ctx = Ctx { player, layout, frame };
     provide_context(ctx);
+    ctx
+}
 
-    // The URL opens a scenario and a state; later changes to the hash do too.
+/// The URL opens a scenario and a state, and later changes to the hash do
+/// too; what is shown goes back into the URL without adding history
+/// entries. replaceState fires no hashchange, and the listener ignores a
+/// hash that already matches, so the two never fight.
+fn sync_link(player: Player) {
     let hash = window().location().hash().unwrap_or_default();
     player.open_link(&hash);
     if hash.is_empty() {
         player.playing.set(false);
         player.progress.set(0.0);
     }
-    let title = Memo::new(move |_| player.scenario.with(|s| s.title.clone()));
-    Effect::new(move |_| document().set_title(&format!("KubeHops · {}", title.get())));
     let _ = window_event_listener(ev::hashchange, move |_| {
         let h = window().location().hash().unwrap_or_default();
         if h != player.link_hash() {
             player.open_link(&h);
         }
     });
-    // The step (and, while paused, the hop) lives in the URL without adding
-    // history entries. replaceState fires no hashchange, and the listener
-    // above ignores a hash that already matches, so the two never fight.
     let link = Memo::new(move |_| player.link_hash());
     Effect::new(move |_| {
         let h = link.get();
@@ -180,7 +190,15 @@ pub fn App() -> impl IntoView {
             }
         }
     });
+}
 
+fn sync_title(player: Player) {
+    let title = Memo::new(move |_| player.scenario.with(|s| s.title.clone()));
+    Effect::new(move |_| document().set_title(&format!("KubeHops · {}", title.get())));
+}
+
+/// Runs the requestAnimationFrame clock while playing.
+fn drive_clock(player: Player) {
     let running = RwSignal::new(false);
     Effect::new(move |_| {
         if player.playing.get() && !running.get_untracked() {
@@ -188,7 +206,10 @@ pub fn App() -> impl IntoView {
             run_clock(player, running, now_ms());
         }
     });
+}
 
+/// The keyboard shortcuts, on the whole window.
+fn listen_to_keys(player: Player) {
     let _ = window_event_listener(ev::keydown, move |e: web_sys::KeyboardEvent| {
         if e.ctrl_key() || e.meta_key() || e.alt_key() || e.default_prevented() {
             return;
@@ -209,7 +230,13 @@ pub fn App() -> impl IntoView {
             Key::End => player.show_end(),
         }
     });
+}
 
+/// The page: navigation, title and steps, parameters, then the main grid.
+#[component]
+fn Page(frame: Memo<Frame>) -> impl IntoView {
+    let player = expect_context::<Ctx>().player;
+    let title = Memo::new(move |_| player.scenario.with(|s| s.title.clone()));
     view! {
         <div
             class="kh"
@@ -234,7 +261,7 @@ pub fn App() -> impl IntoView {
             // Reading order is the narrow layout's order: the animation,
             // what the step is about, the options and legend, then the
             // details. Wide, the grid moves the narration beside the canvas.
-            <main class="kh-main">
+            <main class="kh-main" id="kh-main">
                 <section class="kh-stage" aria-label="Animation">
                     <Canvas/>
                     <Controls/>
