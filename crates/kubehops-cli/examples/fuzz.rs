@@ -254,7 +254,8 @@ pub fn check(c: &Case) -> Result<i32, Failure> {
             let mut code = 0;
             for r in [documents(&src), documents_keeping(&src, &keep_services)] {
                 if let Err(e) = r {
-                    let msg = e.to_string();
+                    // As the CLI prints it: `error: …`.
+                    let msg = kubehops_cli::Error::from(e).to_string();
                     if !msg.starts_with("error: ") || msg.trim().len() <= "error: ".len() {
                         return Err(format!("reader error without a message: {msg:?}"));
                     }

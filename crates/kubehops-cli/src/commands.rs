@@ -60,10 +60,10 @@ fn load_files(input: &InputArgs, files: &[String], stdin: &mut dyn Read) -> Resu
     let mut docs = Vec::new();
     for src in input::read_sources(files, stdin).map_err(|e| (String::new(), e))? {
         // Objects of kinds that are skipped are cut down as they are read.
-        docs.extend(input::documents_keeping(&src, &objects::reads).map_err(|e| (String::new(), e))?);
+        docs.extend(input::documents_keeping(&src, &objects::reads).map_err(|e| (String::new(), e.into()))?);
     }
     let options = objects::LoadOptions { node_port_range: input.service_node_port_range.unwrap_or(PortRange::DEFAULT), strict: input.strict };
-    objects::load(&docs, options).map_err(|e| (String::new(), e))
+    objects::load(&docs, options).map_err(|e| (String::new(), e.into()))
 }
 
 /// The node a command is about and the kube-proxy settings for it.

@@ -9,12 +9,14 @@
 pub mod args;
 pub mod commands;
 pub mod input;
-pub mod objects;
+/// Objects to the model: [`kubehops_objects::objects`], shared with the browser.
+pub use kubehops_objects::objects;
+/// RFC 3339 times: [`kubehops_objects::time`].
+pub use kubehops_objects::time;
 pub mod process;
-pub mod time;
 
 use kubehops_core::api::ObjectRef;
-use kubehops_core::api::server::{ApiError, FieldError, FieldErrorKind, StoredWarning};
+use kubehops_core::api::server::{ApiError, StoredWarning};
 use kubehops_core::dns::DnsWarning;
 use std::fmt;
 use std::io::{Read, Write};
@@ -28,6 +30,15 @@ pub enum Error {
     Invalid(ApiError),
     /// Anything else (unreadable input, an unknown node): exit code 1.
     Other(String),
+}
+
+impl From<kubehops_objects::ReadError> for Error {
+    fn from(e: kubehops_objects::ReadError) -> Error {
+        match e {
+            kubehops_objects::ReadError::Invalid(a) => Error::Invalid(a),
+            kubehops_objects::ReadError::Other(m) => Error::Other(m),
+        }
+    }
 }
 
 impl Error {
@@ -47,43 +58,12 @@ impl fmt::Display for Error {
         match self {
             Error::Usage { message, usage } => write!(f, "error: {message}\n\n{usage}"),
             Error::Other(m) => write!(f, "error: {m}"),
-            Error::Invalid(e) => {
-                let prefix = if e.name.is_empty() { format!("The {} is invalid: ", e.kind) } else { format!("The {} \"{}\" is invalid: ", e.kind, e.name) };
-                match e.causes.as_slice() {
-                    [one] => write!(f, "{prefix}{}", cause(one)),
-                    many => {
-                        write!(f, "{prefix}")?;
-                        for c in many {
-                            write!(f, "\n* {}", cause(c))?;
-                        }
-                        Ok(())
-                    }
-                }
-            }
+            Error::Invalid(e) => f.write_str(&kubehops_objects::invalid(e)),
         }
     }
 }
 
-/// One field error as the API server prints it: the value is shown for
-/// invalid and unsupported values only, and an empty detail adds nothing.
-pub fn cause(e: &FieldError) -> String {
-    let (kind, show_value) = match e.kind {
-        FieldErrorKind::Invalid => ("Invalid value", true),
-        FieldErrorKind::NotSupported => ("Unsupported value", true),
-        FieldErrorKind::Required => ("Required value", false),
-        FieldErrorKind::Forbidden => ("Forbidden", false),
-    };
-    let mut s = format!("{}: {kind}", e.field);
-    if let Some(v) = e.value.as_deref().filter(|_| show_value) {
-        s.push_str(": ");
-        s.push_str(v);
-    }
-    if !e.detail.is_empty() {
-        s.push_str(": ");
-        s.push_str(&e.detail);
-    }
-    s
-}
+pub use kubehops_objects::cause;
 
 /// An object as a warning names it: `"web"` in namespace default, else
 /// `"prod/web"`.

@@ -10,7 +10,7 @@
 //! [`LoadOptions::strict`] asks for the API server's refusal.
 
 use crate::input::Document;
-use crate::Error;
+use crate::ReadError as Error;
 use kubehops_core::api::{
     Endpoint, EndpointPort, EndpointSlice, IpFamily, IpMode, Labels, LoadBalancerIngress, Node, Pod, Service, ServicePort, ServiceSpec,
     ServiceStatus, ServiceType, SessionAffinity, TrafficPolicy,
@@ -961,7 +961,7 @@ mod tests {
 
     fn causes(e: Error) -> Vec<String> {
         match e {
-            Error::Invalid(a) => a.causes.iter().map(crate::cause).collect(),
+            Error::Invalid(a) => a.causes.iter().map(|c| c.to_string()).collect(),
             other => panic!("not a validation error: {other}"),
         }
     }
@@ -1180,7 +1180,7 @@ items:
         .unwrap();
         assert_eq!(c.nodes, [Node { name: "n1".into(), internal_ip: ip(10, 0, 0, 1), pod_cidr: Some("10.244.0.0/24".parse().unwrap()) }]);
         let e = load_yaml("apiVersion: v1\nkind: Node\nmetadata: {name: n2}\n").unwrap_err();
-        assert_eq!(e.to_string(), "error: Node \"n2\" has no IPv4 InternalIP in status.addresses; kubehops needs it to place the node");
+        assert_eq!(e.to_string(), "Node \"n2\" has no IPv4 InternalIP in status.addresses; kubehops needs it to place the node");
     }
 
     #[test]
@@ -1210,9 +1210,9 @@ conntrack: {tcpBeLiberal: true}
     #[test]
     fn documents_that_are_not_objects() {
         let e = load_yaml("- just\n- a list\n").unwrap_err();
-        assert_eq!(e.to_string(), "error: unable to decode document 1 of t.yaml: expected a Kubernetes object (a mapping with apiVersion and kind), found a list");
+        assert_eq!(e.to_string(), "unable to decode document 1 of t.yaml: expected a Kubernetes object (a mapping with apiVersion and kind), found a list");
         let e = load_yaml("kind: Service\n").unwrap_err();
-        assert_eq!(e.to_string(), "error: unable to decode document 1 of t.yaml: Object 'apiVersion' is missing");
+        assert_eq!(e.to_string(), "unable to decode document 1 of t.yaml: Object 'apiVersion' is missing");
     }
 
     #[test]
