@@ -19,7 +19,8 @@ use crate::hash::sha256_base32;
 use crate::dataplane::iptables::{Purpose, CtState, Match, Rule, Table, TableName, Target};
 use crate::net::{Cidr, SockAddr};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::net::Ipv4Addr;
 
 /// The mark kube-proxy sets on packets that must be masqueraded
 /// (`--iptables-masquerade-bit=14`).
@@ -429,7 +430,7 @@ fn jump(c: &str) -> Target {
     Target::Jump(c.to_string())
 }
 
-const LOOPBACK: Cidr = Cidr { addr: std::net::Ipv4Addr::new(127, 0, 0, 0), prefix: 8 };
+const LOOPBACK: Cidr = Cidr { addr: Ipv4Addr::new(127, 0, 0, 0), prefix: 8 };
 
 /// Writes both tables for `node`, as kube-proxy's iptables proxier does
 /// in one full sync. Services and slices are taken in the order given
@@ -441,11 +442,32 @@ pub fn sync_node(node: &Node, services: &[Service], slices: &[EndpointSlice], cf
     // Built-in chains hold the jumps kube-proxy inserts with `iptables -I`;
     // the rest is its iptables-restore payload, chains in the order it
     // declares them. The canary chain is not here: see `save_kernel`.
+    write_filter_jumps(&mut filter, cfg);
+    write_nat_jumps(&mut nat);
+    write_postrouting(&mut nat, cfg.node_features);
+    write_mark_masq(&mut nat);
+    if cfg.localhost_node_ports {
+        write_localnet_firewall(&mut filter);
+    }
+    let chains = write_services(&mut filter, &mut nat, node, hostname, services, slices, cfg);
+    write_node_ports_jump(&mut nat, cfg);
+    write_forward(&mut filter, cfg);
+    NodeRules { node: node.name.clone(), filter, nat, services: chains }
+}
+
+/// The filter table's built-in chains with the jumps into kube-proxy's
+/// top-level chains, which are declared here too (the payload's chains
+/// `KUBE-SERVICES`, `KUBE-EXTERNAL-SERVICES`, `KUBE-FORWARD`,
+/// `KUBE-NODEPORTS`, `KUBE-PROXY-FIREWALL`, in kube-proxy's order).
+/// kube-proxy keeps these jumps out of its restore payload, which must not
+/// replace other programs' rules in the built-in chains; on a full sync it
+/// checks each one and inserts it at the top if missing. Jumps whose
+/// chains only judge new connections carry `--ctstate NEW`, so packets of
+/// established flows skip them. The jumps to kubelet's `KUBE-FIREWALL`
+/// are left out when that chain is (localhost node ports off).
+fn write_filter_jumps(filter: &mut Table, cfg: &KubeProxyConfig) {
     for c in ["INPUT", "FORWARD", "OUTPUT", "KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES", "KUBE-FORWARD", "KUBE-NODEPORTS", "KUBE-PROXY-FIREWALL"] {
         filter.ensure_chain(c);
-    }
-    if cfg.localhost_node_ports {
-        filter.ensure_chain("KUBE-FIREWALL");
     }
     for (chain, target, text, new_only) in FILTER_JUMPS {
         if target == "KUBE-FIREWALL" && !cfg.localhost_node_ports {
@@ -460,41 +482,84 @@ pub fn sync_node(node: &Node, services: &[Service], slices: &[EndpointSlice], cf
         }
         filter.append(chain, Rule::new(m, jump(target)));
     }
+}
+
+/// The nat table's built-in chains and kube-proxy's top-level nat chains
+/// (`KUBE-SERVICES`, `KUBE-NODEPORTS`, `KUBE-POSTROUTING`,
+/// `KUBE-MARK-MASQ`), with the jumps kube-proxy inserts outside its
+/// payload: packets arriving (PREROUTING) and packets the node sends
+/// (OUTPUT) are looked up in `KUBE-SERVICES`; every packet leaving passes
+/// `KUBE-POSTROUTING`, where marked ones are masqueraded.
+fn write_nat_jumps(nat: &mut Table) {
     for c in ["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING", "KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-POSTROUTING", "KUBE-MARK-MASQ"] {
         nat.ensure_chain(c);
     }
     nat.append("PREROUTING", Rule::new(vec![comment("kubernetes service portals")], jump("KUBE-SERVICES")));
     nat.append("OUTPUT", Rule::new(vec![comment("kubernetes service portals")], jump("KUBE-SERVICES")));
     nat.append("POSTROUTING", Rule::new(vec![comment("kubernetes postrouting rules")], jump("KUBE-POSTROUTING")));
+}
+
+/// `KUBE-POSTROUTING` masquerades exactly the packets some rule sent to
+/// `KUBE-MARK-MASQ`. Unmarked packets return at once. Marked ones first
+/// have the bit cleared, so a packet that passes through the stack again
+/// is not masqueraded twice; then MASQUERADE, with `--random-fully` where
+/// iptables has it, so that the source ports of concurrent connections
+/// are picked at random rather than in sequence, where they could collide.
+/// kube-proxy gives this its own chain so that it can be flushed and
+/// rewritten whole (if the mark bit ever changes, say).
+fn write_postrouting(nat: &mut Table, features: NodeFeatures) {
     nat.append("KUBE-POSTROUTING", Rule::new(vec![Match::Mark { value: MASQ_MARK, mask: MASQ_MARK, negate: true }], Target::Return));
     nat.append("KUBE-POSTROUTING", Rule::new(vec![], Target::XorMark(MASQ_MARK)));
-    let features = cfg.node_features;
     nat.append(
         "KUBE-POSTROUTING",
         Rule::new(vec![comment("kubernetes service traffic requiring SNAT")], Target::Masquerade { random_fully: features.random_fully }),
     );
-    nat.append("KUBE-MARK-MASQ", Rule::new(vec![], Target::OrMark(MASQ_MARK)));
-    if cfg.localhost_node_ports {
-        // Stops the route_localnet setting that localhost node ports need
-        // from letting outside packets reach 127.0.0.0/8.
-        filter.append(
-            "KUBE-FIREWALL",
-            Rule::new(
-                vec![
-                    comment("block incoming localnet connections"),
-                    Match::Destination { cidr: LOOPBACK, negate: false },
-                    Match::Source { cidr: LOOPBACK, negate: true },
-                    Match::CtState { states: vec![CtState::Related, CtState::Established, CtState::Dnat], negate: true },
-                ],
-                Target::Drop,
-            ),
-        );
-    }
+}
 
-    let mut by_service: std::collections::HashMap<(&str, &str), Vec<&EndpointSlice>> = std::collections::HashMap::new();
-    for s in slices {
-        by_service.entry((s.namespace.as_str(), s.service_name.as_str())).or_default().push(s);
-    }
+/// `KUBE-MARK-MASQ` only sets the bit. Whether a packet needs SNAT is
+/// known where its destination is chosen (PREROUTING, OUTPUT), but the
+/// address to masquerade to only after routing, in `KUBE-POSTROUTING`;
+/// the mark carries the decision from one to the other.
+fn write_mark_masq(nat: &mut Table) {
+    nat.append("KUBE-MARK-MASQ", Rule::new(vec![], Target::OrMark(MASQ_MARK)));
+}
+
+/// `KUBE-FIREWALL` (declared here, after the payload's other filter
+/// chains, as kube-proxy declares it). Localhost node ports need the
+/// `route_localnet` sysctl, which would also let packets from outside
+/// addressed to 127.0.0.0/8 be routed in; this DROP stops them unless
+/// conntrack knows them as replies or as already DNATed. kubelet writes
+/// the same rule; kube-proxy writes its copy only with localhost node
+/// ports on.
+fn write_localnet_firewall(filter: &mut Table) {
+    filter.ensure_chain("KUBE-FIREWALL");
+    filter.append(
+        "KUBE-FIREWALL",
+        Rule::new(
+            vec![
+                comment("block incoming localnet connections"),
+                Match::Destination { cidr: LOOPBACK, negate: false },
+                Match::Source { cidr: LOOPBACK, negate: true },
+                Match::CtState { states: vec![CtState::Related, CtState::Established, CtState::Dnat], negate: true },
+            ],
+            Target::Drop,
+        ),
+    );
+}
+
+/// The rules of every service port, Service by Service, each rule marked
+/// as written for its port. kube-proxy skips Services without a cluster
+/// IP (headless, ExternalName): nothing is proxied for them.
+fn write_services(
+    filter: &mut Table,
+    nat: &mut Table,
+    node: &Node,
+    hostname: &str,
+    services: &[Service],
+    slices: &[EndpointSlice],
+    cfg: &KubeProxyConfig,
+) -> Vec<ServicePortChains> {
+    let by_service = slices_by_service(slices);
     let mut chains = Vec::new();
     for svc in services {
         if svc.spec.type_ == ServiceType::ExternalName || svc.spec.headless {
@@ -503,21 +568,50 @@ pub fn sync_node(node: &Node, services: &[Service], slices: &[EndpointSlice], cf
         let Some(cluster_ip) = svc.spec.cluster_ip else { continue };
         let slices: &[&EndpointSlice] = by_service.get(&(svc.namespace.as_str(), svc.name.as_str())).map_or(&[], |v| v.as_slice());
         for port in &svc.spec.ports {
+            let eps = port_endpoints(slices, port, hostname);
+            let plan = PortPlan::new(svc, port, cluster_ip, &eps);
             filter.write_for(Some(svc.port_name(port)));
             nat.write_for(Some(svc.port_name(port)));
-            chains.push(sync_port(&mut filter, &mut nat, node, hostname, svc, port, cluster_ip, slices, cfg));
+            sync_port(filter, nat, &plan, node.internal_ip, cfg);
+            chains.push(plan.into_chains());
         }
         filter.write_for(None);
         nat.write_for(None);
     }
+    chains
+}
 
+/// The slices of each Service, by (namespace, Service name), in the order given.
+fn slices_by_service(slices: &[EndpointSlice]) -> HashMap<(&str, &str), Vec<&EndpointSlice>> {
+    let mut by_service: HashMap<(&str, &str), Vec<&EndpointSlice>> = HashMap::new();
+    for s in slices {
+        by_service.entry((s.namespace.as_str(), s.service_name.as_str())).or_default().push(s);
+    }
+    by_service
+}
+
+/// The last rule of `KUBE-SERVICES`: a packet for one of the node's own
+/// addresses that matched no Service address goes on to `KUBE-NODEPORTS`
+/// (kube-proxy's default `nodePortAddresses`, every local address). It
+/// must come last so that a Service address the node also holds is
+/// matched as a Service address first. With localhost node ports off,
+/// 127.0.0.0/8 is left out, as such packets could not be answered.
+fn write_node_ports_jump(nat: &mut Table, cfg: &KubeProxyConfig) {
     let mut last = vec![comment("kubernetes service nodeports; NOTE: this must be the last rule in this chain"), Match::DstTypeLocal { negate: false }];
     if !cfg.localhost_node_ports {
         last.push(Match::Destination { cidr: LOOPBACK, negate: true });
     }
     nat.append("KUBE-SERVICES", Rule::new(last, jump("KUBE-NODEPORTS")));
-    // INVALID packets would reset connections unless conntrack is liberal
-    // about TCP windows, in which case kube-proxy leaves them alone.
+}
+
+/// `KUBE-FORWARD`. INVALID packets (outside the TCP window conntrack
+/// tracks) would pass un-DNATed to a Pod and make it reset the connection,
+/// so they are dropped, unless conntrack is liberal about TCP windows and
+/// never marks them INVALID. Packets marked for masquerade are accepted,
+/// so node port traffic is forwarded even where the FORWARD policy is
+/// DROP; the rest of those connections is accepted by conntrack state.
+fn write_forward(filter: &mut Table, cfg: &KubeProxyConfig) {
+    let features = cfg.node_features;
     if !(cfg.tcp_be_liberal || features.tcp_be_liberal) {
         let mut m = vec![Match::CtState { states: vec![CtState::Invalid], negate: false }];
         if features.nfacct {
@@ -536,31 +630,14 @@ pub fn sync_node(node: &Node, services: &[Service], slices: &[EndpointSlice], cf
             Target::Accept,
         ),
     );
-    NodeRules { node: node.name.clone(), filter, nat, services: chains }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn sync_port(
-    filter: &mut Table,
-    nat: &mut Table,
-    node: &Node,
-    hostname: &str,
-    svc: &Service,
-    port: &ServicePort,
-    cluster_ip: std::net::Ipv4Addr,
-    slices: &[&EndpointSlice],
-    cfg: &KubeProxyConfig,
-) -> ServicePortChains {
-    let name = svc.port_name(port);
-    let proto = port.protocol.lower();
-    let hash = port_proto_hash(&name, proto);
-    let (svc_chain, svl_chain, fw_chain, ext_chain) =
-        (format!("KUBE-SVC-{hash}"), format!("KUBE-SVL-{hash}"), format!("KUBE-FW-{hash}"), format!("KUBE-EXT-{hash}"));
-
-    // The endpoints of this port, from every slice of the Service.
-    // The first slice that lists an address wins; the set keeps this linear.
+/// The endpoints of one service port, from every slice of its Service,
+/// sorted as kube-proxy sorts them (by `ip:port` text). The first slice
+/// that lists an address wins; the set keeps this linear.
+fn port_endpoints(slices: &[&EndpointSlice], port: &ServicePort, hostname: &str) -> Vec<PortEndpoint> {
     let mut eps: Vec<PortEndpoint> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = HashSet::new();
     for slice in slices {
         let Some(sp) = slice.ports.iter().find(|p| p.name == port.name && p.protocol == port.protocol) else { continue };
         for e in &slice.endpoints {
@@ -571,229 +648,433 @@ fn sync_port(
         }
     }
     eps.sort_by_cached_key(|e| e.addr.to_string());
+    eps
+}
 
-    let lb_vips: Vec<std::net::Ipv4Addr> = if svc.spec.type_ == ServiceType::LoadBalancer {
-        svc.status.load_balancer_ingress.iter().filter(|i| i.ip_mode != Some(IpMode::Proxy)).filter_map(|i| i.ip).collect()
-    } else {
-        Vec::new()
-    };
-    let node_port = port.node_port.filter(|_| svc.spec.type_.has_node_ports());
-    let externally_accessible = node_port.is_some() || !lb_vips.is_empty() || !svc.spec.external_ips.is_empty();
-    let etp_local = externally_accessible && svc.spec.external_traffic_policy == TrafficPolicy::Local;
-    let itp_local = svc.spec.internal_traffic_policy == TrafficPolicy::Local;
-    let uses_cluster = !itp_local || (externally_accessible && !etp_local);
-    let uses_local = itp_local || (externally_accessible && etp_local);
-    let (cluster_eps, local_eps, reachable, has_endpoints) = categorize(&eps, uses_cluster, uses_local);
-    let uses_cluster_chain = !cluster_eps.is_empty() && uses_cluster;
-    let uses_local_chain = !local_eps.is_empty() && uses_local;
-    let internal_chain = if itp_local { &svl_chain } else { &svc_chain };
-    let has_internal = has_endpoints && !(itp_local && local_eps.is_empty());
-    let external_policy_chain = if etp_local { &svl_chain } else { &svc_chain };
-    let has_external = has_endpoints && !(etp_local && local_eps.is_empty());
-    let uses_ext = has_endpoints && externally_accessible;
-    let uses_fw = has_endpoints && !lb_vips.is_empty() && !svc.spec.load_balancer_source_ranges.is_empty();
-    let lb_chain = if uses_fw { &fw_chain } else { &ext_chain };
+/// What kube-proxy settles about one service port before it writes any
+/// of its rules: the names, the endpoints each traffic policy uses, and
+/// which chains exist. The fields are the proxier's per-port locals.
+struct PortPlan<'a> {
+    svc: &'a Service,
+    port: &'a ServicePort,
+    /// `namespace/name:port`: the text of the port's comments and chain hashes.
+    name: String,
+    proto: &'static str,
+    cluster_ip: Ipv4Addr,
+    svc_chain: String,
+    svl_chain: String,
+    fw_chain: String,
+    ext_chain: String,
+    /// The balancer addresses kube-proxy captures: not those with ipMode
+    /// Proxy, whose balancer sends traffic to the node rather than to the VIP.
+    lb_vips: Vec<Ipv4Addr>,
+    /// The node port, for the Service types that have one.
+    node_port: Option<u16>,
+    /// The endpoints of the Cluster policy, of the Local policy, and all
+    /// that either policy uses (each gets a KUBE-SEP chain).
+    cluster_eps: Vec<&'a PortEndpoint>,
+    local_eps: Vec<&'a PortEndpoint>,
+    reachable: Vec<&'a PortEndpoint>,
+    /// Some endpoint anywhere in the cluster can serve the port.
+    has_endpoints: bool,
+    /// `externalTrafficPolicy: Local` on a port with a node port, an
+    /// external IP or a balancer IP (an externally accessible port).
+    etp_local: bool,
+    /// `internalTrafficPolicy: Local`.
+    itp_local: bool,
+    /// The KUBE-SVC and KUBE-SVL chains are written.
+    uses_cluster_chain: bool,
+    uses_local_chain: bool,
+    /// Cluster IP traffic has an endpoint to go to.
+    has_internal: bool,
+    /// Traffic from outside to an external address has an endpoint to go to.
+    has_external: bool,
+    /// The KUBE-EXT chain is written: the port has endpoints and is externally accessible.
+    uses_ext: bool,
+    /// The KUBE-FW chain is written: balancer IPs with loadBalancerSourceRanges.
+    uses_fw: bool,
+    /// The ClientIP session affinity timeout in seconds, if affinity is on.
+    affinity: Option<u32>,
+    /// The comment of the filter rules that refuse the port's traffic.
+    refusal_comment: String,
+}
 
-    let refusal = if has_endpoints { Purpose::NoLocalEndpoints } else { Purpose::NoEndpoints };
-    let (internal_filter, external_filter, filter_comment) = if !has_endpoints {
-        (Target::Reject, Target::Reject, format!("{name} has no endpoints"))
-    } else {
-        (Target::Drop, Target::Drop, format!("{name} has no local endpoints"))
-    };
-    let vip = |what: &str, ip: std::net::Ipv4Addr, c: Option<&str>| {
-        vec![
-            comment(c.map_or_else(|| format!("{name} {what}"), str::to_string)),
-            Match::Protocol(port.protocol),
-            Match::Destination { cidr: Cidr::new(ip, 32), negate: false },
-            Match::DestinationPort(port.port),
-        ]
-    };
+impl<'a> PortPlan<'a> {
+    fn new(svc: &'a Service, port: &'a ServicePort, cluster_ip: Ipv4Addr, eps: &'a [PortEndpoint]) -> PortPlan<'a> {
+        let name = svc.port_name(port);
+        let proto = port.protocol.lower();
+        let hash = port_proto_hash(&name, proto);
+        let lb_vips = captured_balancer_ips(svc);
+        let node_port = port.node_port.filter(|_| svc.spec.type_.has_node_ports());
+        let externally_accessible = node_port.is_some() || !lb_vips.is_empty() || !svc.spec.external_ips.is_empty();
+        let etp_local = externally_accessible && svc.spec.external_traffic_policy == TrafficPolicy::Local;
+        let itp_local = svc.spec.internal_traffic_policy == TrafficPolicy::Local;
+        let uses_cluster = !itp_local || (externally_accessible && !etp_local);
+        let uses_local = itp_local || (externally_accessible && etp_local);
+        let (cluster_eps, local_eps, reachable, has_endpoints) = categorize(eps, uses_cluster, uses_local);
+        let no_local = local_eps.is_empty();
+        let refusal_comment = if has_endpoints { format!("{name} has no local endpoints") } else { format!("{name} has no endpoints") };
+        PortPlan {
+            svc,
+            port,
+            proto,
+            cluster_ip,
+            svc_chain: format!("KUBE-SVC-{hash}"),
+            svl_chain: format!("KUBE-SVL-{hash}"),
+            fw_chain: format!("KUBE-FW-{hash}"),
+            ext_chain: format!("KUBE-EXT-{hash}"),
+            uses_cluster_chain: !cluster_eps.is_empty() && uses_cluster,
+            uses_local_chain: !no_local && uses_local,
+            has_internal: has_endpoints && !(itp_local && no_local),
+            has_external: has_endpoints && !(etp_local && no_local),
+            uses_ext: has_endpoints && externally_accessible,
+            uses_fw: has_endpoints && !lb_vips.is_empty() && !svc.spec.load_balancer_source_ranges.is_empty(),
+            affinity: affinity_timeout(svc),
+            name,
+            lb_vips,
+            node_port,
+            cluster_eps,
+            local_eps,
+            reachable,
+            has_endpoints,
+            etp_local,
+            itp_local,
+            refusal_comment,
+        }
+    }
 
-    // Declare the nat chains in the order kube-proxy writes them.
-    if uses_ext {
-        nat.ensure_chain(&ext_chain);
-    }
-    if uses_fw {
-        nat.ensure_chain(&fw_chain);
-    }
-    if uses_cluster_chain {
-        nat.ensure_chain(&svc_chain);
-    }
-    if uses_local_chain {
-        nat.ensure_chain(&svl_chain);
-    }
-    let sep_of = |e: &PortEndpoint| endpoint_chain(&name, proto, &e.addr.to_string());
-    for e in &reachable {
-        nat.ensure_chain(&sep_of(e));
+    /// The chain cluster IP traffic goes to: the internal policy's.
+    fn internal_chain(&self) -> &str {
+        if self.itp_local { &self.svl_chain } else { &self.svc_chain }
     }
 
-    // The cluster IP.
-    if has_internal {
-        nat.append("KUBE-SERVICES", Rule::new(vip("cluster IP", cluster_ip, None), jump(internal_chain)).for_(Purpose::ClusterIp));
-    } else {
-        filter.append("KUBE-SERVICES", Rule::new(vip("", cluster_ip, Some(&filter_comment)), internal_filter.clone()).for_(refusal));
+    /// The chain KUBE-EXT ends in: the external policy's.
+    fn external_policy_chain(&self) -> &str {
+        if self.etp_local { &self.svl_chain } else { &self.svc_chain }
     }
-    // External IPs.
-    for ip in &svc.spec.external_ips {
-        if has_endpoints {
-            nat.append("KUBE-SERVICES", Rule::new(vip("external IP", *ip, None), jump(&ext_chain)).for_(Purpose::ExternalIp));
-        }
-        if !has_external {
-            filter.append("KUBE-EXTERNAL-SERVICES", Rule::new(vip("", *ip, Some(&filter_comment)), external_filter.clone()).for_(refusal));
-        }
+
+    /// The chain balancer IP traffic goes to: KUBE-FW when source ranges
+    /// filter it, KUBE-EXT otherwise.
+    fn lb_chain(&self) -> &str {
+        if self.uses_fw { &self.fw_chain } else { &self.ext_chain }
     }
-    // Load balancer IPs (ipMode Proxy balancers are left out upstream).
-    for ip in &lb_vips {
-        if has_endpoints {
-            nat.append("KUBE-SERVICES", Rule::new(vip("loadbalancer IP", *ip, None), jump(lb_chain)).for_(Purpose::LoadBalancerIp));
-        }
-        if uses_fw {
-            let c = format!("{name} traffic not accepted by {fw_chain}");
-            filter.append("KUBE-PROXY-FIREWALL", Rule::new(vip("", *ip, Some(&c)), Target::Drop).for_(Purpose::SourceRangeDrop));
-        }
+
+    /// An endpoint's KUBE-SEP chain.
+    fn sep_chain(&self, e: &PortEndpoint) -> String {
+        endpoint_chain(&self.name, self.proto, &e.addr.to_string())
     }
-    if !has_external {
-        for ip in &lb_vips {
-            filter.append("KUBE-EXTERNAL-SERVICES", Rule::new(vip("", *ip, Some(&filter_comment)), external_filter.clone()).for_(refusal));
-        }
+
+    /// The matches of one of the port's addresses, with a comment.
+    fn vip_matches(&self, text: String, ip: Ipv4Addr) -> Vec<Match> {
+        vec![comment(text), Match::Protocol(self.port.protocol), Match::Destination { cidr: Cidr::new(ip, 32), negate: false }, Match::DestinationPort(self.port.port)]
     }
-    // The node port.
-    if let Some(np) = node_port {
-        if has_endpoints {
-            if cfg.localhost_node_ports && cfg.node_features.nfacct {
-                // The same jump for 127.0.0.0/8, first, only to count it.
-                let m = vec![
-                    comment(&name),
-                    Match::Protocol(port.protocol),
-                    Match::Destination { cidr: LOOPBACK, negate: false },
-                    Match::DestinationPort(np),
-                    Match::Nfacct(LOCALHOST_NODE_PORT_COUNTER.into()),
-                ];
-                nat.append("KUBE-NODEPORTS", Rule::new(m, jump(&ext_chain)).for_(Purpose::NodePort));
-            }
-            nat.append("KUBE-NODEPORTS", Rule::new(vec![comment(&name), Match::Protocol(port.protocol), Match::DestinationPort(np)], jump(&ext_chain)).for_(Purpose::NodePort));
-        }
-        if !has_external {
-            filter.append(
-                "KUBE-EXTERNAL-SERVICES",
-                Rule::new(
-                    vec![comment(&filter_comment), Match::DstTypeLocal { negate: false }, Match::Protocol(port.protocol), Match::DestinationPort(np)],
-                    external_filter.clone(),
-                )
-                .for_(refusal),
-            );
-        }
+
+    /// The matches of one of the port's addresses, commented `<port name> <what>`.
+    fn vip(&self, what: &str, ip: Ipv4Addr) -> Vec<Match> {
+        self.vip_matches(format!("{} {what}", self.name), ip)
     }
-    // The health check node port of an externalTrafficPolicy: Local balancer.
-    if let Some(hc) = svc.spec.health_check_node_port.filter(|_| etp_local && svc.spec.type_ == ServiceType::LoadBalancer) {
-        filter.append(
-            "KUBE-NODEPORTS",
-            Rule::new(
-                vec![comment(format!("{name} health check node port")), Match::Protocol(crate::net::Protocol::Tcp), Match::DestinationPort(hc)],
-                Target::Accept,
-            )
-            .for_(Purpose::HealthCheckNodePort),
-        );
-    }
-    // Off-cluster sources reaching the cluster IP are masqueraded, so the
-    // reply comes back through this node.
-    if has_internal {
-        if cfg.masquerade_all {
-            nat.append(internal_chain, Rule::new(vip("cluster IP", cluster_ip, None), jump("KUBE-MARK-MASQ")).for_(Purpose::MarkMasquerade));
-        } else if let Some(cc) = cfg.cluster_cidr {
-            let mut m = vip("cluster IP", cluster_ip, None);
-            m.push(Match::Source { cidr: cc, negate: true });
-            nat.append(internal_chain, Rule::new(m, jump("KUBE-MARK-MASQ")).for_(Purpose::MarkMasquerade));
-        }
-    }
-    if uses_ext {
-        if !etp_local {
-            nat.append(&ext_chain, Rule::new(vec![comment(format!("masquerade traffic for {name} external destinations"))], jump("KUBE-MARK-MASQ")).for_(Purpose::MarkMasquerade));
+
+    /// A filter rule that refuses traffic the nat table did not take:
+    /// REJECT when the port has no endpoints at all, so clients learn it
+    /// at once; DROP when endpoints exist but none here for a Local
+    /// policy, as upstream does for "no local endpoints".
+    fn refusal(&self, m: Vec<Match>) -> Rule {
+        if self.has_endpoints {
+            Rule::new(m, Target::Drop).for_(Purpose::NoLocalEndpoints)
         } else {
-            if let Some(cc) = cfg.cluster_cidr {
-                // Pods reaching an external address of the Service behave as
-                // if they went out to the balancer and back: Cluster policy.
-                nat.append(
-                    &ext_chain,
-                    Rule::new(vec![comment(format!("pod traffic for {name} external destinations")), Match::Source { cidr: cc, negate: false }], jump(&svc_chain)),
-                );
-            }
-            nat.append(
-                &ext_chain,
-                Rule::new(vec![comment(format!("masquerade LOCAL traffic for {name} external destinations")), Match::SrcTypeLocal { negate: false }], jump("KUBE-MARK-MASQ"))
-                    .for_(Purpose::MarkMasquerade),
-            );
-            nat.append(
-                &ext_chain,
-                Rule::new(vec![comment(format!("route LOCAL traffic for {name} external destinations")), Match::SrcTypeLocal { negate: false }], jump(&svc_chain)),
-            );
-        }
-        if has_external {
-            nat.append(&ext_chain, Rule::new(vec![], jump(external_policy_chain)));
+            Rule::new(m, Target::Reject).for_(Purpose::NoEndpoints)
         }
     }
-    if uses_fw {
-        let c = || comment(format!("{name} loadbalancer IP"));
-        let mut from_node = false;
-        for cidr in &svc.spec.load_balancer_source_ranges {
-            nat.append(&fw_chain, Rule::new(vec![c(), Match::Source { cidr: *cidr, negate: false }], jump(&ext_chain)));
-            from_node |= cidr.contains(node.internal_ip);
-        }
-        if from_node {
-            for ip in &lb_vips {
-                nat.append(&fw_chain, Rule::new(vec![c(), Match::Source { cidr: Cidr::new(*ip, 32), negate: false }], jump(&ext_chain)));
-            }
-        }
-        nat.append(&fw_chain, Rule::new(vec![comment(format!("other traffic to {name} will be dropped by KUBE-PROXY-FIREWALL"))], Target::Nothing));
+
+    /// A refusal for one of the port's addresses.
+    fn refused_vip(&self, ip: Ipv4Addr) -> Rule {
+        self.refusal(self.vip_matches(self.refusal_comment.clone(), ip))
     }
-    let affinity = match svc.spec.session_affinity {
+
+    /// The chains kept for displays of this port; unused ones left empty or out.
+    fn into_chains(self) -> ServicePortChains {
+        let sep_chains = self.reachable.iter().map(|e| self.sep_chain(e)).collect();
+        ServicePortChains {
+            svc_chain: if self.uses_cluster_chain { self.svc_chain } else { String::new() },
+            svl_chain: self.uses_local_chain.then_some(self.svl_chain),
+            ext_chain: self.uses_ext.then_some(self.ext_chain),
+            fw_chain: self.uses_fw.then_some(self.fw_chain),
+            port_name: self.name,
+            sep_chains,
+        }
+    }
+}
+
+/// The balancer ingress addresses kube-proxy writes rules for (only a
+/// LoadBalancer's, and not those with ipMode Proxy).
+fn captured_balancer_ips(svc: &Service) -> Vec<Ipv4Addr> {
+    if svc.spec.type_ != ServiceType::LoadBalancer {
+        return Vec::new();
+    }
+    svc.status.load_balancer_ingress.iter().filter(|i| i.ip_mode != Some(IpMode::Proxy)).filter_map(|i| i.ip).collect()
+}
+
+/// The ClientIP session affinity timeout, if the Service has affinity.
+fn affinity_timeout(svc: &Service) -> Option<u32> {
+    match svc.spec.session_affinity {
         SessionAffinity::ClientIP { timeout_seconds } => Some(timeout_seconds),
         SessionAffinity::None => None,
-    };
-    let endpoint_rules = |nat: &mut Table, chain: &str, eps: &[&PortEndpoint]| {
-        if let Some(secs) = affinity {
-            for e in eps {
-                nat.append(
-                    chain,
-                    Rule::new(vec![comment(format!("{name} -> {}", e.addr)), Match::RecentCheck { name: sep_of(e), seconds: secs }], jump(&sep_of(e)))
-                        .for_(Purpose::EndpointPick),
-                );
-            }
-        }
-        let n = eps.len();
-        for (i, e) in eps.iter().enumerate() {
-            let mut m = vec![comment(format!("{name} -> {}", e.addr))];
-            if i + 1 < n {
-                m.push(Match::Probability(1.0 / (n - i) as f64));
-            }
-            nat.append(chain, Rule::new(m, jump(&sep_of(e))).for_(Purpose::EndpointPick));
-        }
-    };
-    if uses_cluster_chain {
-        endpoint_rules(nat, &svc_chain, &cluster_eps);
     }
-    if uses_local_chain {
-        endpoint_rules(nat, &svl_chain, &local_eps);
+}
+
+/// One service port's rules, group by group in the order kube-proxy's
+/// per-port loop writes them.
+fn sync_port(filter: &mut Table, nat: &mut Table, plan: &PortPlan, node_ip: Ipv4Addr, cfg: &KubeProxyConfig) {
+    declare_port_chains(nat, plan);
+    write_cluster_ip(filter, nat, plan);
+    write_external_ips(filter, nat, plan);
+    write_balancer_ips(filter, nat, plan);
+    write_node_port(filter, nat, plan, cfg);
+    write_health_check_node_port(filter, plan);
+    write_internal_masquerade(nat, plan, cfg);
+    write_external_chain(nat, plan, cfg);
+    write_firewall_chain(nat, plan, node_ip);
+    write_endpoint_picks(nat, plan);
+    write_endpoint_chains(nat, plan);
+}
+
+/// Declares the port's nat chains in the order of kube-proxy's chain
+/// lines (EXT, FW, SVC, SVL, then one SEP per endpoint), each only if it
+/// gets rules: a port without endpoints has no nat chains at all, only
+/// the filter rules that refuse its traffic.
+fn declare_port_chains(nat: &mut Table, plan: &PortPlan) {
+    if plan.uses_ext {
+        nat.ensure_chain(&plan.ext_chain);
     }
-    for e in &reachable {
-        let sep = sep_of(e);
-        // Hairpin: a Pod that reaches itself through the Service is masqueraded.
-        nat.append(&sep, Rule::new(vec![comment(&name), Match::Source { cidr: Cidr::new(e.addr.ip, 32), negate: false }], jump("KUBE-MARK-MASQ")).for_(Purpose::MarkMasquerade));
-        let mut m = vec![comment(&name)];
-        if affinity.is_some() {
+    if plan.uses_fw {
+        nat.ensure_chain(&plan.fw_chain);
+    }
+    if plan.uses_cluster_chain {
+        nat.ensure_chain(&plan.svc_chain);
+    }
+    if plan.uses_local_chain {
+        nat.ensure_chain(&plan.svl_chain);
+    }
+    for e in &plan.reachable {
+        nat.ensure_chain(&plan.sep_chain(e));
+    }
+}
+
+/// The cluster IP: `KUBE-SERVICES` sends it to the internal policy chain
+/// when that has endpoints; otherwise the filter table's `KUBE-SERVICES`
+/// refuses it (an internal Local policy with no endpoint on this node
+/// drops, even if other nodes have some).
+fn write_cluster_ip(filter: &mut Table, nat: &mut Table, plan: &PortPlan) {
+    if plan.has_internal {
+        nat.append("KUBE-SERVICES", Rule::new(plan.vip("cluster IP", plan.cluster_ip), jump(plan.internal_chain())).for_(Purpose::ClusterIp));
+    } else {
+        filter.append("KUBE-SERVICES", plan.refused_vip(plan.cluster_ip));
+    }
+}
+
+/// External IPs go to KUBE-EXT whenever the port has endpoints anywhere,
+/// even if an external Local policy has none here: KUBE-EXT still sends
+/// Pods and the node itself on to the Cluster policy. What KUBE-EXT
+/// leaves un-DNATed is refused in `KUBE-EXTERNAL-SERVICES`.
+fn write_external_ips(filter: &mut Table, nat: &mut Table, plan: &PortPlan) {
+    for ip in &plan.svc.spec.external_ips {
+        if plan.has_endpoints {
+            nat.append("KUBE-SERVICES", Rule::new(plan.vip("external IP", *ip), jump(&plan.ext_chain)).for_(Purpose::ExternalIp));
+        }
+        if !plan.has_external {
+            filter.append("KUBE-EXTERNAL-SERVICES", plan.refused_vip(*ip));
+        }
+    }
+}
+
+/// Balancer IPs go to KUBE-FW when loadBalancerSourceRanges applies,
+/// else to KUBE-EXT. With KUBE-FW, `KUBE-PROXY-FIREWALL` in filter drops
+/// what it let through un-DNATed (a source outside the ranges). The
+/// refusals for a port without external endpoints come after, in a loop
+/// of their own as upstream writes them.
+fn write_balancer_ips(filter: &mut Table, nat: &mut Table, plan: &PortPlan) {
+    for ip in &plan.lb_vips {
+        if plan.has_endpoints {
+            nat.append("KUBE-SERVICES", Rule::new(plan.vip("loadbalancer IP", *ip), jump(plan.lb_chain())).for_(Purpose::LoadBalancerIp));
+        }
+        if plan.uses_fw {
+            let c = format!("{} traffic not accepted by {}", plan.name, plan.fw_chain);
+            filter.append("KUBE-PROXY-FIREWALL", Rule::new(plan.vip_matches(c, *ip), Target::Drop).for_(Purpose::SourceRangeDrop));
+        }
+    }
+    if !plan.has_external {
+        for ip in &plan.lb_vips {
+            filter.append("KUBE-EXTERNAL-SERVICES", plan.refused_vip(*ip));
+        }
+    }
+}
+
+/// The node port jumps from `KUBE-NODEPORTS` to KUBE-EXT (source ranges
+/// never apply to node ports). With localhost node ports and nfacct, a
+/// first copy for 127.0.0.0/8 destinations only counts them. Without
+/// external endpoints, `KUBE-EXTERNAL-SERVICES` refuses the port on every
+/// local address.
+fn write_node_port(filter: &mut Table, nat: &mut Table, plan: &PortPlan, cfg: &KubeProxyConfig) {
+    let Some(np) = plan.node_port else { return };
+    let proto = plan.port.protocol;
+    if plan.has_endpoints {
+        if cfg.localhost_node_ports && cfg.node_features.nfacct {
+            let m = vec![
+                comment(&plan.name),
+                Match::Protocol(proto),
+                Match::Destination { cidr: LOOPBACK, negate: false },
+                Match::DestinationPort(np),
+                Match::Nfacct(LOCALHOST_NODE_PORT_COUNTER.into()),
+            ];
+            nat.append("KUBE-NODEPORTS", Rule::new(m, jump(&plan.ext_chain)).for_(Purpose::NodePort));
+        }
+        nat.append("KUBE-NODEPORTS", Rule::new(vec![comment(&plan.name), Match::Protocol(proto), Match::DestinationPort(np)], jump(&plan.ext_chain)).for_(Purpose::NodePort));
+    }
+    if !plan.has_external {
+        let m = vec![comment(&plan.refusal_comment), Match::DstTypeLocal { negate: false }, Match::Protocol(proto), Match::DestinationPort(np)];
+        filter.append("KUBE-EXTERNAL-SERVICES", plan.refusal(m));
+    }
+}
+
+/// The health check node port of an `externalTrafficPolicy: Local`
+/// balancer is accepted whether or not this node has endpoints: the
+/// balancer's probes must be answered (by kube-proxy's health server,
+/// which says whether the node has local endpoints) to steer traffic.
+fn write_health_check_node_port(filter: &mut Table, plan: &PortPlan) {
+    let spec = &plan.svc.spec;
+    let Some(hc) = spec.health_check_node_port.filter(|_| plan.etp_local && spec.type_ == ServiceType::LoadBalancer) else { return };
+    filter.append(
+        "KUBE-NODEPORTS",
+        Rule::new(vec![comment(format!("{} health check node port", plan.name)), Match::Protocol(crate::net::Protocol::Tcp), Match::DestinationPort(hc)], Target::Accept)
+            .for_(Purpose::HealthCheckNodePort),
+    );
+}
+
+/// The first rule of the internal policy chain marks cluster IP traffic
+/// for masquerade: all of it with masqueradeAll, else what does not come
+/// from a Pod (outside clusterCIDR). Upstream's reason: off-cluster
+/// clients may route the Service range to any node, and the endpoint may
+/// be on another one, so the reply has to come back through this node.
+fn write_internal_masquerade(nat: &mut Table, plan: &PortPlan, cfg: &KubeProxyConfig) {
+    if !plan.has_internal {
+        return;
+    }
+    if cfg.masquerade_all {
+        nat.append(plan.internal_chain(), Rule::new(plan.vip("cluster IP", plan.cluster_ip), jump("KUBE-MARK-MASQ")).for_(Purpose::MarkMasquerade));
+    } else if let Some(cc) = cfg.cluster_cidr {
+        let mut m = plan.vip("cluster IP", plan.cluster_ip);
+        m.push(Match::Source { cidr: cc, negate: true });
+        nat.append(plan.internal_chain(), Rule::new(m, jump("KUBE-MARK-MASQ")).for_(Purpose::MarkMasquerade));
+    }
+}
+
+/// KUBE-EXT, where all external traffic goes. With a Cluster external
+/// policy it masquerades everything, as the endpoint may be on another
+/// node. With Local it keeps client addresses, but two sources take the
+/// Cluster policy instead: Pods (told apart by clusterCIDR), as if they
+/// had gone out to the balancer and come back; and the node itself,
+/// masqueraded because its source address would be the local VIP. The
+/// rest goes to the external policy chain if that has endpoints, or falls
+/// through to the filter table's refusal.
+fn write_external_chain(nat: &mut Table, plan: &PortPlan, cfg: &KubeProxyConfig) {
+    if !plan.uses_ext {
+        return;
+    }
+    let (name, ext) = (&plan.name, plan.ext_chain.as_str());
+    if !plan.etp_local {
+        nat.append(ext, Rule::new(vec![comment(format!("masquerade traffic for {name} external destinations"))], jump("KUBE-MARK-MASQ")).for_(Purpose::MarkMasquerade));
+    } else {
+        if let Some(cc) = cfg.cluster_cidr {
+            nat.append(ext, Rule::new(vec![comment(format!("pod traffic for {name} external destinations")), Match::Source { cidr: cc, negate: false }], jump(&plan.svc_chain)));
+        }
+        nat.append(
+            ext,
+            Rule::new(vec![comment(format!("masquerade LOCAL traffic for {name} external destinations")), Match::SrcTypeLocal { negate: false }], jump("KUBE-MARK-MASQ"))
+                .for_(Purpose::MarkMasquerade),
+        );
+        nat.append(ext, Rule::new(vec![comment(format!("route LOCAL traffic for {name} external destinations")), Match::SrcTypeLocal { negate: false }], jump(&plan.svc_chain)));
+    }
+    if plan.has_external {
+        nat.append(ext, Rule::new(vec![], jump(plan.external_policy_chain())));
+    }
+}
+
+/// KUBE-FW, for loadBalancerSourceRanges (which only works with
+/// balancers that keep the client's address): each allowed range jumps
+/// on to KUBE-EXT. If a range holds the node's own IP, the balancer IPs
+/// are allowed as sources too: a node that has the VIP as a local address
+/// reaches it directly, with the VIP as its source. The last rule only
+/// comments; what gets past it was not DNATed, and `KUBE-PROXY-FIREWALL`
+/// drops it.
+fn write_firewall_chain(nat: &mut Table, plan: &PortPlan, node_ip: Ipv4Addr) {
+    if !plan.uses_fw {
+        return;
+    }
+    let c = || comment(format!("{} loadbalancer IP", plan.name));
+    let mut from_node = false;
+    for cidr in &plan.svc.spec.load_balancer_source_ranges {
+        nat.append(&plan.fw_chain, Rule::new(vec![c(), Match::Source { cidr: *cidr, negate: false }], jump(&plan.ext_chain)));
+        from_node |= cidr.contains(node_ip);
+    }
+    if from_node {
+        for ip in &plan.lb_vips {
+            nat.append(&plan.fw_chain, Rule::new(vec![c(), Match::Source { cidr: Cidr::new(*ip, 32), negate: false }], jump(&plan.ext_chain)));
+        }
+    }
+    nat.append(&plan.fw_chain, Rule::new(vec![comment(format!("other traffic to {} will be dropped by KUBE-PROXY-FIREWALL", plan.name))], Target::Nothing));
+}
+
+/// KUBE-SVC and KUBE-SVL each pick one of their policy's endpoints.
+fn write_endpoint_picks(nat: &mut Table, plan: &PortPlan) {
+    if plan.uses_cluster_chain {
+        write_picks(nat, plan, &plan.svc_chain, &plan.cluster_eps);
+    }
+    if plan.uses_local_chain {
+        write_picks(nat, plan, &plan.svl_chain, &plan.local_eps);
+    }
+}
+
+/// One policy chain's picks. With ClientIP affinity, first one `recent
+/// --rcheck` rule per endpoint sends a client seen within the timeout back
+/// to the endpoint it had. Then the random picks: the i-th of n endpoints
+/// (from 0) matches with probability 1/(n-i), which gives each 1/n
+/// overall, and the last one takes what is left without a match.
+fn write_picks(nat: &mut Table, plan: &PortPlan, chain: &str, eps: &[&PortEndpoint]) {
+    let name = &plan.name;
+    if let Some(secs) = plan.affinity {
+        for e in eps {
+            let sep = plan.sep_chain(e);
+            let recent = Match::RecentCheck { name: sep, seconds: secs };
+            nat.append(chain, Rule::new(vec![comment(format!("{name} -> {}", e.addr)), recent], jump(&plan.sep_chain(e))).for_(Purpose::EndpointPick));
+        }
+    }
+    let n = eps.len();
+    for (i, e) in eps.iter().enumerate() {
+        let mut m = vec![comment(format!("{name} -> {}", e.addr))];
+        if i + 1 < n {
+            m.push(Match::Probability(1.0 / (n - i) as f64));
+        }
+        nat.append(chain, Rule::new(m, jump(&plan.sep_chain(e))).for_(Purpose::EndpointPick));
+    }
+}
+
+/// One KUBE-SEP chain per endpoint either policy uses. First, a packet
+/// from the endpoint itself (a Pod reaching itself through its Service)
+/// is marked for masquerade: without it the Pod would answer its own
+/// address directly, past the conntrack entry that undoes the DNAT. Then
+/// the DNAT, which with affinity also records the client in the
+/// endpoint's `recent` list.
+fn write_endpoint_chains(nat: &mut Table, plan: &PortPlan) {
+    for e in &plan.reachable {
+        let sep = plan.sep_chain(e);
+        let hairpin = vec![comment(&plan.name), Match::Source { cidr: Cidr::new(e.addr.ip, 32), negate: false }];
+        nat.append(&sep, Rule::new(hairpin, jump("KUBE-MARK-MASQ")).for_(Purpose::MarkMasquerade));
+        let mut m = vec![comment(&plan.name)];
+        if plan.affinity.is_some() {
             m.push(Match::RecentSet { name: sep.clone() });
         }
-        m.push(Match::Protocol(port.protocol));
+        m.push(Match::Protocol(plan.port.protocol));
         nat.append(&sep, Rule::new(m, Target::Dnat(e.addr)).for_(Purpose::EndpointDnat));
-    }
-    let sep_chains = reachable.iter().map(|e| sep_of(e)).collect();
-    ServicePortChains {
-        port_name: name,
-        svc_chain: if uses_cluster_chain { svc_chain } else { String::new() },
-        svl_chain: uses_local_chain.then_some(svl_chain),
-        ext_chain: uses_ext.then_some(ext_chain),
-        fw_chain: uses_fw.then_some(fw_chain),
-        sep_chains,
     }
 }
 
