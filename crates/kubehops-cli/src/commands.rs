@@ -170,7 +170,7 @@ fn get(a: &GetArgs, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) ->
     if let Some(extra) = a.extra.first() {
         return Err(u(format!("unexpected argument \"{extra}\": kubehops get svc lists all Services of a namespace")));
     }
-    let now = a.now.unwrap_or_else(|| jiff::Timestamp::now().as_second());
+    let now = a.now.unwrap_or_else(unix_now);
     let ns = a.namespace.as_deref().filter(|s| !s.is_empty()).unwrap_or("default");
     let c = load(&a.input, stdin, usage_of)?;
     let scope = if a.all_namespaces { Namespaces::All } else { Namespaces::Only(ns) };
@@ -230,4 +230,10 @@ fn dig(a: &DigArgs, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) ->
 fn completion(program: Program, a: &CompletionArgs, usage_of: &dyn Fn(String) -> Error) -> Outcome {
     let shell = a.shell.ok_or_else(|| (String::new(), usage_of("a shell is required: bash, zsh, fish or powershell".into())))?;
     Ok(Output { stdout: args::completion(program, shell), stderr: String::new() })
+}
+
+/// The clock, in whole seconds since the Unix epoch (before 1970 reads as 0,
+/// which no cluster's creationTimestamp precedes).
+fn unix_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }

@@ -2,44 +2,93 @@
 //! `--now` of `kubehops get svc`. The API server reads them with Go's
 //! `time.RFC3339` layout, `2006-01-02T15:04:05Z07:00`: an upper-case `T`,
 //! then `Z` or a `±hh:mm` offset, with an optional fraction of a second
-//! after the seconds. Parsing is jiff's; this module only states that
-//! layout. Fractions are accepted and dropped (rounded down), since AGE is
-//! counted in whole seconds.
-
-use jiff::fmt::strtime::{self, BrokenDownTime};
-use jiff::tz::Offset;
-use jiff::{RoundMode, Timestamp, TimestampRound, Unit};
-
-/// The layout's two spellings of the zone: `Z` for UTC, or an offset.
-const IN_UTC: &str = "%Y-%m-%dT%H:%M:%S%.fZ";
-const WITH_OFFSET: &str = "%Y-%m-%dT%H:%M:%S%.f%:z";
+//! after the seconds. Fractions are accepted and dropped (rounded down),
+//! since AGE is counted in whole seconds.
+//!
+//! The layout is small enough to read by hand, which keeps a date library
+//! out of the browser's download (the reader is shared with the app).
 
 /// Seconds since the Unix epoch, or `None` if `s` is not an RFC 3339 time
 /// that Go's `time.RFC3339` layout accepts.
 pub fn parse(s: &str) -> Option<i64> {
-    if !within_gos_layout(s) {
+    let b = s.as_bytes();
+    if b.len() < 20 || !b.is_ascii() {
         return None;
     }
-    let in_utc = || -> Result<Timestamp, jiff::Error> {
-        let mut tm = BrokenDownTime::parse(IN_UTC, s)?;
-        tm.set_offset(Some(Offset::UTC));
-        tm.to_timestamp()
-    };
-    let t = in_utc().or_else(|_| strtime::parse(WITH_OFFSET, s)?.to_timestamp()).ok()?;
-    let whole = t.round(TimestampRound::new().smallest(Unit::Second).mode(RoundMode::Floor)).ok()?;
-    Some(whole.as_second())
+    let (date, rest) = b.split_at(19);
+    let field = |at: usize, len: usize| digits(&date[at..at + len]);
+    if [date[4], date[7], date[10], date[13], date[16]] != [b'-', b'-', b'T', b':', b':'] {
+        return None;
+    }
+    let (year, month, day) = (field(0, 4)?, field(5, 2)?, field(8, 2)?);
+    let (hour, minute, second) = (field(11, 2)?, field(14, 2)?, field(17, 2)?);
+    let valid = (1..=12).contains(&month) && (1..=days_in_month(year, month)).contains(&day) && hour < 24 && minute < 60 && second < 60;
+    if !valid {
+        return None;
+    }
+    let zone = skip_fraction(rest)?;
+    let offset = zone_offset(zone)?;
+    let days = days_from_civil(year, month, day);
+    Some(days * 86_400 + hour * 3_600 + minute * 60 + second - offset)
 }
 
-/// Where jiff's reading is wider than Go's layout, which refuses: fields
-/// with fewer digits (`2024-5-1T2:00:00Z`) or a signed year; a leap second
-/// (jiff reads `:60` as `:59`); and an offset with seconds (`+02:00:00`).
-/// Everything else (the calendar, the ranges, the offset) is jiff's check.
-fn within_gos_layout(s: &str) -> bool {
-    const FIXED: &[u8; 19] = b"0000-00-00T00:00:00";
-    let b = s.as_bytes();
-    let fixed_width = b.len() > FIXED.len() && b.iter().zip(FIXED).all(|(c, l)| if *l == b'0' { c.is_ascii_digit() } else { c == l });
-    let hh_mm_offset = s.ends_with('Z') || (b.len() >= 6 && matches!(b[b.len() - 6], b'+' | b'-'));
-    fixed_width && &b[17..19] != b"60" && hh_mm_offset
+/// The digits of `b` as a number; `None` unless every byte is a digit.
+fn digits(b: &[u8]) -> Option<i64> {
+    b.iter().try_fold(0i64, |n, c| c.is_ascii_digit().then(|| n * 10 + i64::from(c - b'0')))
+}
+
+/// What follows an optional `.ddd` fraction (at least one digit).
+fn skip_fraction(rest: &[u8]) -> Option<&[u8]> {
+    match rest {
+        [b'.', tail @ ..] => {
+            let n = tail.iter().take_while(|c| c.is_ascii_digit()).count();
+            (n > 0).then(|| &tail[n..])
+        }
+        _ => Some(rest),
+    }
+}
+
+/// The zone's offset east of UTC in seconds: `Z`, or `±hh:mm` with hours
+/// below 24 and minutes below 60, as Go's reader insists.
+fn zone_offset(zone: &[u8]) -> Option<i64> {
+    match zone {
+        [b'Z'] => Some(0),
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            let (h, m) = (digits(&[*h1, *h2])?, digits(&[*m1, *m2])?);
+            if h > 23 || m > 59 {
+                return None;
+            }
+            let east = h * 3_600 + m * 60;
+            Some(if *sign == b'-' { -east } else { east })
+        }
+        _ => None,
+    }
+}
+
+fn is_leap(year: i64) -> bool {
+    year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+}
+
+fn days_in_month(year: i64, month: i64) -> i64 {
+    match month {
+        2 if is_leap(year) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days from 1970-01-01 to a date of the proleptic Gregorian calendar,
+/// counting from March so that the leap day ends a year (the usual
+/// era-of-400-years method).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let year_of_era = y - era * 400;
+    let month_from_march = (month + 9) % 12;
+    let day_of_year = (153 * month_from_march + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
 }
 
 #[cfg(test)]
@@ -57,6 +106,9 @@ mod tests {
         assert_eq!(parse("2024-05-01T07:30:00-04:30"), Some(1714564800));
         assert_eq!(parse("1969-12-31T23:59:59Z"), Some(-1));
         assert_eq!(parse("1969-12-31T23:59:59.5Z"), Some(-1), "down, not toward zero");
+        assert_eq!(parse("0001-01-01T00:00:00Z"), Some(-62135596800));
+        assert_eq!(parse("9999-12-31T23:59:59Z"), Some(253402300799));
+        assert_eq!(parse("2100-02-28T00:00:00+23:59"), Some(4107369660));
     }
 
     #[test]
@@ -88,6 +140,8 @@ mod tests {
             "+2024-05-01T12:00:00Z",
             "02024-05-01T12:00:00Z",
             "２０２４-05-01T12:00:00Z",
+            "2024-05-01T12:00:00+24:00",
+            "2024-05-01T12:00:00+02:60",
         ] {
             assert_eq!(parse(bad), None, "{bad}");
         }
