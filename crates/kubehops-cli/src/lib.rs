@@ -37,6 +37,7 @@ impl From<kubehops_objects::ReadError> for Error {
         match e {
             kubehops_objects::ReadError::Invalid(a) => Error::Invalid(a),
             kubehops_objects::ReadError::Other(m) => Error::Other(m),
+            e @ kubehops_objects::ReadError::Syntax { .. } => Error::Other(e.to_string()),
         }
     }
 }

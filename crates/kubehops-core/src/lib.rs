@@ -14,11 +14,13 @@
 //! - [`sim`]: the cluster in motion, moving messages and packets hop by hop;
 //! - [`scenarios`]: the stories told by running the simulator, as data;
 //! - [`scene`]: where things are drawn and where a packet is at a moment;
-//! - [`link`]: the URL that opens any state.
+//! - [`link`]: the URL that opens any state, and [`compact`]: an edited
+//!   manifest packed to travel in it.
 //!
 //! Nothing here depends on a browser: every type is plain data with serde.
 
 pub mod api;
+pub mod compact;
 pub mod controllers;
 pub mod dataplane;
 pub mod dns;

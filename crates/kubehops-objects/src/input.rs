@@ -119,7 +119,7 @@ fn kept(v: Value, place: Place, keep: Keep) -> Value {
 // ---------------------------------------------------------------- JSON
 
 fn json_documents(src: &Source, keep: Keep) -> Result<Vec<Document>, Error> {
-    let error = |e: serde_json::Error| Error::Other(format!("error parsing {}: json: line {}, column {}: {}", src.name, e.line(), e.column(), json_message(&e)));
+    let error = |e: serde_json::Error| Error::Syntax { message: format!("error parsing {}: json: line {}, column {}: {}", src.name, e.line(), e.column(), json_message(&e)), line: e.line() };
     let mut de = serde_json::Deserializer::from_str(&src.text);
     let mut out = Vec::new();
     loop {
@@ -265,7 +265,7 @@ struct YamlBuilder<'k> {
 fn yaml_documents(src: &Source, keep: Keep) -> Result<Vec<Document>, Error> {
     let error = |span: Span, msg: &str| {
         let m = span.start;
-        Error::Other(format!("error parsing {}: yaml: line {}, column {}: {msg}", src.name, m.line(), m.col() + 1))
+        Error::Syntax { message: format!("error parsing {}: yaml: line {}, column {}: {msg}", src.name, m.line(), m.col() + 1), line: m.line() }
     };
     let mut b = YamlBuilder { keep, stack: Vec::new(), anchors: HashMap::new(), events: 0, alias_nodes: 0, done: None };
     let mut out = Vec::new();
@@ -276,7 +276,7 @@ fn yaml_documents(src: &Source, keep: Keep) -> Result<Vec<Document>, Error> {
             // The scanner's own limit on flow nesting (255) can be met while
             // it looks ahead, before our count reaches MAX_DEPTH.
             let msg = if e.info() == "recursion limit exceeded" { too_deep() } else { e.info().to_string() };
-            Error::Other(format!("error parsing {}: yaml: line {}, column {}: {msg}", src.name, m.line(), m.col() + 1))
+            Error::Syntax { message: format!("error parsing {}: yaml: line {}, column {}: {msg}", src.name, m.line(), m.col() + 1), line: m.line() }
         })?;
         b.events += 1;
         match ev {

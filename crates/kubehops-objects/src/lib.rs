@@ -8,6 +8,7 @@
 //! [`input`] turns a text into documents, [`objects`] turns documents into
 //! a [`objects::Cluster`], [`time`] reads RFC 3339 times.
 
+pub mod edit;
 pub mod input;
 pub mod objects;
 pub mod time;
@@ -20,9 +21,12 @@ use std::fmt;
 pub enum ReadError {
     /// An object was rejected, in the API server's words.
     Invalid(ApiError),
-    /// The text could not be read (a syntax error, an unknown kind of
-    /// structure, an object given twice), in kubectl's words.
+    /// The text could not be read (an unknown kind of structure, an
+    /// object given twice), in kubectl's words.
     Other(String),
+    /// The text is not YAML or JSON: kubectl's message, and the 1-based
+    /// line it names, so an editor can mark it.
+    Syntax { message: String, line: usize },
 }
 
 impl fmt::Display for ReadError {
@@ -32,7 +36,7 @@ impl fmt::Display for ReadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ReadError::Invalid(e) => f.write_str(&invalid(e)),
-            ReadError::Other(m) => write!(f, "{m}"),
+            ReadError::Other(m) | ReadError::Syntax { message: m, .. } => write!(f, "{m}"),
         }
     }
 }

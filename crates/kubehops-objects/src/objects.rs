@@ -185,6 +185,30 @@ pub fn load(docs: &[Document], options: LoadOptions) -> Result<Cluster, Error> {
     Ok(c)
 }
 
+/// The one Service of an edited manifest, as written: nothing is
+/// allocated and nothing is checked against other objects (the API server
+/// does that when it is applied). Named targetPorts are resolved from the
+/// container ports of `pods`. Anything but exactly one v1 Service is
+/// refused, since the editor replaces one Service.
+pub fn single_service(docs: &[Document], pods: &[PodInfo], range: PortRange) -> Result<Service, Error> {
+    let mut found = Vec::new();
+    for doc in docs {
+        for obj in expand(doc)? {
+            let name = obj.value.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("").to_string();
+            if (obj.api_version.as_str(), obj.kind.as_str()) != ("v1", "Service") {
+                return Err(Error::Other(format!("{} {} \"{name}\" cannot be edited here: the manifest must be one v1 Service", obj.api_version, obj.kind)));
+            }
+            let namespace = obj.value.get("metadata").and_then(|m| m.get("namespace")).and_then(Value::as_str).filter(|s| !s.is_empty()).unwrap_or("default").to_string();
+            found.push(service(&obj.value, &name, &namespace, range, &mut Vec::new())?);
+        }
+    }
+    match found.len() {
+        0 => Err(Error::Other("the manifest holds no object: write one v1 Service (apiVersion: v1, kind: Service)".into())),
+        1 => resolve_named_targets(found.remove(0), pods, &[]),
+        n => Err(Error::Other(format!("the manifest holds {n} Services: the editor takes one"))),
+    }
+}
+
 /// Whether objects of this apiVersion and kind are read (others are
 /// skipped with a warning).
 pub fn reads(api_version: &str, kind: &str) -> bool {
@@ -912,7 +936,7 @@ fn pod(v: &Value, name: &str, namespace: &str) -> Result<Option<PodInfo>, Error>
     let Some(ip) = ip.filter(|_| !matches!(phase, "Succeeded" | "Failed")) else { return Ok(None) };
     let container_port = ports.first().map_or(0, |p| p.port);
     Ok(Some(PodInfo {
-        pod: Pod { name: name.into(), namespace: namespace.into(), labels, node_name, ip, container_port, ready },
+        pod: Pod { name: name.into(), namespace: namespace.into(), labels, node_name, ip, container_port, port_name: ports.first().and_then(|p| p.name.clone()), ready },
         ports,
         terminating,
         hostname,

@@ -52,6 +52,10 @@ pub struct Pod {
     pub ip: Ipv4Addr,
     /// The container port the app listens on.
     pub container_port: u16,
+    /// That port's name in the Pod spec (`http`), which a Service's
+    /// `targetPort` may give instead of the number.
+    #[serde(default)]
+    pub port_name: Option<String>,
     /// The `Ready` condition: only ready Pods serve traffic.
     pub ready: bool,
 }

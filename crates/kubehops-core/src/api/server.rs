@@ -960,6 +960,7 @@ mod tests {
             node_name: "node-1".into(),
             ip: ip.into(),
             container_port: 8080,
+            port_name: None,
             ready,
         };
         api.pods = vec![

@@ -18,7 +18,7 @@
 //! Parameters: where the second booking Pod runs, externalTrafficPolicy,
 //! Docker's userland proxy, and seeded random picks.
 
-use super::{dice_for, list, Choice, ChoiceStyle, Comparison, Entry, Evidence, Manifest, ParamSpec, Params, Recorder, Scenario, Step};
+use super::{dice_for, list, Choice, ChoiceStyle, Comparison, Edit, Entry, Evidence, Manifest, ParamSpec, Params, Recorder, Scenario, Step};
 use crate::api::kubectl::ENDPOINTS_DEPRECATED;
 use crate::api::server::{ApiServer, ApiServerConfig};
 use crate::api::{Node, ObjectRef, Pod, Service, ServicePort, ServiceSpec, ServiceType, TrafficPolicy};
@@ -38,7 +38,22 @@ pub const ENTRY: Entry = Entry {
     blurb: "curl localhost:30082 through Docker's port mapping and a node port, then MetalLB's address, ARP and an L7 gateway",
     params,
     build,
+    edit: Some(Edit { file: |_| "booking.yaml", service: |p| booking(ServiceType::NodePort, Some(NODE_PORT), p.toggle("local")), cluster: edit_cluster, build: build_edited }),
 };
+
+/// The lab as a user would try their own Service on it: MetalLB installed
+/// with the lab's pool, so a LoadBalancer gets an address.
+fn edit_cluster(p: &Params) -> World {
+    let lab = Lab { spread: p.choice("placement") == Some("spread"), local: p.toggle("local"), hairpin: p.toggle("hairpin"), seed: p.seed() };
+    let mut w = cluster(lab);
+    configure_metallb(&mut w, vec![pool()], vec![l2_advertisement()]);
+    w.take_trace();
+    w
+}
+
+fn build_edited(p: &Params, svc: Service) -> Scenario {
+    super::edited::build(ENTRY.id, ENTRY.title, edit_cluster(p), p, "booking.yaml", svc)
+}
 
 const CLUSTER: &str = "apollo11";
 pub const NS: &str = "apollo-airlines-apps";
@@ -67,6 +82,7 @@ fn params() -> Vec<ParamSpec> {
         ParamSpec::toggle("local", "externalTrafficPolicy: Local"),
         ParamSpec::toggle("hairpin", "Docker without userland-proxy"),
         ParamSpec::seed(),
+        ParamSpec::manifest(),
     ]
 }
 
@@ -145,7 +161,7 @@ fn envoy_gateway_service() -> Service {
 }
 
 fn pod(name: &str, namespace: &str, labels: crate::api::Labels, node: &str, addr: Ipv4Addr, port: u16) -> Pod {
-    Pod { name: name.into(), namespace: namespace.into(), labels, node_name: node.into(), ip: addr, container_port: port, ready: true }
+    Pod { name: name.into(), namespace: namespace.into(), labels, node_name: node.into(), ip: addr, container_port: port, port_name: Some("http".into()), ready: true }
 }
 
 /// The proxy Pod Envoy Gateway starts for the Gateway.

@@ -17,6 +17,7 @@
 
 pub mod local_lab;
 pub mod nodeport_loadbalancer;
+pub mod edited;
 pub mod params;
 pub mod service_types;
 mod text;
@@ -38,6 +39,25 @@ pub struct Entry {
     pub blurb: &'static str,
     pub params: fn() -> Vec<ParamSpec>,
     pub build: fn(&Params) -> Scenario,
+    /// How it plays a Service the user typed instead of its own.
+    pub edit: Option<Edit>,
+}
+
+/// How a scenario takes a Service the user wrote in place of its own.
+/// The text is read outside the core (`kubehops-objects`); the core only
+/// says what the Service is checked against and how it is played.
+#[derive(Clone, Copy)]
+pub struct Edit {
+    /// The file the manifest panel names for it (`api.yaml`).
+    pub file: fn(&Params) -> &'static str,
+    /// The scenario's own Service, which the editor starts from.
+    pub service: fn(&Params) -> Service,
+    /// The cluster as it is just before the Service is applied: what a
+    /// dry run of `kubectl apply` is checked against.
+    pub cluster: fn(&Params) -> World,
+    /// The scenario with that Service (already admitted by a dry run) in
+    /// place of its own.
+    pub build: fn(&Params, Service) -> Scenario,
 }
 
 /// Every scenario the core can build, in the order the app lists them.
@@ -247,6 +267,26 @@ pub fn manifest_yaml(svc: &Service) -> Vec<String> {
     if svc.spec.external_traffic_policy == crate::api::TrafficPolicy::Local {
         y.push("  externalTrafficPolicy: Local".into());
     }
+    if svc.spec.internal_traffic_policy == crate::api::TrafficPolicy::Local {
+        y.push("  internalTrafficPolicy: Local".into());
+    }
+    if let crate::api::SessionAffinity::ClientIP { timeout_seconds } = svc.spec.session_affinity {
+        y.push("  sessionAffinity: ClientIP".into());
+        if timeout_seconds != 10800 {
+            y.extend(["  sessionAffinityConfig:".to_string(), "    clientIP:".into(), format!("      timeoutSeconds: {timeout_seconds}")]);
+        }
+    }
+    if svc.spec.allocate_load_balancer_node_ports == Some(false) {
+        y.push("  allocateLoadBalancerNodePorts: false".into());
+    }
+    let list = |y: &mut Vec<String>, key: &str, items: Vec<String>| {
+        if !items.is_empty() {
+            y.push(format!("  {key}:"));
+            y.extend(items.into_iter().map(|i| format!("  - {i}")));
+        }
+    };
+    list(&mut y, "externalIPs", svc.spec.external_ips.iter().map(|a| a.to_string()).collect());
+    list(&mut y, "loadBalancerSourceRanges", svc.spec.load_balancer_source_ranges.iter().map(|c| c.to_string()).collect());
     if !svc.spec.selector.is_empty() {
         y.push("  selector:".into());
         for (k, v) in &svc.spec.selector {

@@ -5,7 +5,7 @@
 //! a NodePort, the laptop dials Node-2 directly, the Service becomes a
 //! LoadBalancer, and a connection goes through the cloud's balancer.
 
-use super::{dice_for, list, Entry, ParamSpec, Params, Recorder, Scenario};
+use super::{dice_for, list, Edit, Entry, ParamSpec, Params, Recorder, Scenario};
 use crate::api::server::{ApiServer, ApiServerConfig};
 use crate::api::{Node, ObjectRef, Pod, Service, ServicePort, ServiceSpec, ServiceType};
 use crate::controllers::cloud::{CloudController, CloudProvider, Delivery};
@@ -21,10 +21,16 @@ pub const ENTRY: Entry = Entry {
     blurb: "Five steps from a node port to a cloud balancer in front of private Pods",
     params,
     build,
+    edit: Some(Edit { file: |_| "web.yaml", service: |_| web_service(ServiceType::NodePort, Some(31000)), cluster: |_| cluster(), build: build_edited }),
 };
 
 fn params() -> Vec<ParamSpec> {
-    vec![ParamSpec::seed()]
+    vec![ParamSpec::seed(), ParamSpec::manifest()]
+}
+
+/// The user's Service on the story's cluster, in place of the five steps.
+fn build_edited(p: &Params, svc: Service) -> Scenario {
+    super::edited::build(ENTRY.id, ENTRY.title, cluster(), p, "web.yaml", svc)
 }
 
 /// The laptop's address, on the nodes' network over a VPN.
@@ -62,6 +68,7 @@ pub fn cluster() -> World {
         node_name: node.into(),
         ip: addr,
         container_port: 8080,
+        port_name: Some("http".into()),
         ready: true,
     };
     api.pods = vec![pod("web-6b8f9c7d5-x2klp", "node-1", ip(10, 244, 1, 5)), pod("web-6b8f9c7d5-q7rtm", "node-3", ip(10, 244, 3, 9))];

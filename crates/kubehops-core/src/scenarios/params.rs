@@ -42,6 +42,10 @@ pub enum ParamKind {
     Set { options: Vec<Choice> },
     /// Seeded random picks; off (`None`) by default.
     Seed,
+    /// A Service manifest the user wrote in place of the scenario's own;
+    /// empty (the scenario's own) by default. Links carry it packed
+    /// ([`crate::compact`]).
+    Manifest,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -72,6 +76,10 @@ impl ParamSpec {
         ParamSpec { key: "seed".into(), label: "Random pick (seeded)".into(), kind: ParamKind::Seed, when: vec![] }
     }
 
+    pub fn manifest() -> ParamSpec {
+        ParamSpec { key: "manifest".into(), label: "Your Service".into(), kind: ParamKind::Manifest, when: vec![] }
+    }
+
     /// The same parameter, offered only while `key` has one of `values`.
     pub fn when(mut self, key: &str, values: &[&str]) -> ParamSpec {
         self.when.push((key.into(), values.iter().map(|v| v.to_string()).collect()));
@@ -89,6 +97,7 @@ impl ParamSpec {
             ParamKind::Toggle { default } => Value::Toggle(*default),
             ParamKind::Set { .. } => Value::Set(BTreeSet::new()),
             ParamKind::Seed => Value::Seed(None),
+            ParamKind::Manifest => Value::Manifest(String::new()),
         }
     }
 
@@ -126,6 +135,7 @@ impl ParamSpec {
                     None => Err(format!("The seed \"{shown}\" is not a number (digits only, as in ?seed=42); showing the fixed picks.")),
                 }
             }
+            ParamKind::Manifest => crate::compact::unpack(text).map(Value::Manifest).map_err(|e| e.to_string()),
         }
     }
 
@@ -134,6 +144,9 @@ impl ParamSpec {
         match (&self.kind, v) {
             (ParamKind::Choice { options, .. }, Value::Choice(c)) => options.iter().any(|o| &o.value == c),
             (ParamKind::Toggle { .. }, Value::Toggle(_)) | (ParamKind::Seed, Value::Seed(_)) => true,
+            // Any length: the editor states its own limit, and a link leaves out
+            // what it cannot carry.
+            (ParamKind::Manifest, Value::Manifest(_)) => true,
             (ParamKind::Set { options }, Value::Set(s)) => s.iter().all(|x| options.iter().any(|o| &o.value == x)),
             _ => false,
         }
@@ -146,16 +159,19 @@ pub enum Value {
     Toggle(bool),
     Set(BTreeSet<String>),
     Seed(Option<u64>),
+    Manifest(String),
 }
 
 impl Value {
-    /// The value as a link carries it.
+    /// The value as a link carries it; empty for a manifest too long for
+    /// a link (see [`crate::compact::pack`]), which links leave out.
     pub fn link_text(&self) -> String {
         match self {
             Value::Choice(c) => c.clone(),
             Value::Toggle(b) => if *b { "1" } else { "0" }.into(),
             Value::Set(s) => s.iter().cloned().collect::<Vec<_>>().join(","),
             Value::Seed(s) => s.map_or_else(String::new, |s| s.to_string()),
+            Value::Manifest(t) => crate::compact::pack(t).unwrap_or_default(),
         }
     }
 }
@@ -219,14 +235,23 @@ impl Params {
         }
     }
 
+    /// The manifest the user wrote, if any.
+    pub fn manifest(&self) -> Option<&str> {
+        match self.values.get("manifest") {
+            Some(Value::Manifest(t)) if !t.is_empty() => Some(t.as_str()),
+            _ => None,
+        }
+    }
+
     /// The `key=value` pairs a link carries: every value that is not its
-    /// parameter's default, in the order the parameters are declared.
+    /// parameter's default, in the order the parameters are declared
+    /// (a manifest too long to pack is left out).
     pub fn link_pairs(&self, specs: &[ParamSpec]) -> Vec<(String, String)> {
         specs
             .iter()
             .filter_map(|s| {
                 let v = self.values.get(&s.key)?;
-                (*v != s.default_value()).then(|| (s.key.clone(), v.link_text()))
+                (*v != s.default_value()).then(|| (s.key.clone(), v.link_text())).filter(|(_, text)| !matches!(v, Value::Manifest(_)) || !text.is_empty())
             })
             .collect()
     }
@@ -247,6 +272,8 @@ pub fn combinations(specs: &[ParamSpec], seeds: &[Option<u64>]) -> Vec<Params> {
                 .map(|bits| Value::Set(options.iter().enumerate().filter(|(i, _)| bits & (1 << i) != 0).map(|(_, c)| c.value.clone()).collect()))
                 .collect(),
             ParamKind::Seed => seeds.iter().map(|s| Value::Seed(*s)).collect(),
+            // Edits are tested by their own tests, one manifest at a time.
+            ParamKind::Manifest => vec![Value::Manifest(String::new())],
         };
         all = all.into_iter().flat_map(|p| values.iter().map(move |v| p.clone().with(&spec.key, v.clone()))).collect();
     }

@@ -9,7 +9,7 @@
 //! Then step 2 looks the name up and step 3 sends a request, from Pod web
 //! or from the laptop.
 
-use super::{dice_for, list, Action, Choice, ChoiceStyle, Comparison, Demo, Entry, ParamSpec, Params, Recorder, Scenario, Value};
+use super::{dice_for, list, Action, Edit, Choice, ChoiceStyle, Comparison, Demo, Entry, ParamSpec, Params, Recorder, Scenario, Value};
 use crate::api::server::{ApiServer, ApiServerConfig};
 use crate::api::{Node, ObjectRef, Pod, Service, ServicePort, ServiceSpec, ServiceType, TrafficPolicy};
 use crate::controllers::cloud::{CloudController, CloudProvider};
@@ -27,6 +27,7 @@ pub const ENTRY: Entry = Entry {
     blurb: "ClusterIP, NodePort, LoadBalancer, ExternalName and Headless: DNS Lookup and Send Request under each",
     params,
     build,
+    edit: Some(Edit { file: edit_file, service: own_service, cluster: edit_cluster, build: build_edited }),
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,6 +64,17 @@ impl Tab {
 
     fn parse(v: &str) -> Option<Tab> {
         Tab::ALL.into_iter().find(|t| t.value() == v)
+    }
+
+    /// The tab a Service belongs under: its type, or Headless.
+    pub fn of(svc: &Service) -> Tab {
+        match svc.spec.type_ {
+            ServiceType::ExternalName => Tab::ExternalName,
+            _ if svc.spec.headless => Tab::Headless,
+            ServiceType::NodePort => Tab::NodePort,
+            ServiceType::LoadBalancer => Tab::LoadBalancer,
+            ServiceType::ClusterIP => Tab::ClusterIp,
+        }
     }
 
     /// The tabs that are types of Service `api` (ExternalName is Service `db`).
@@ -118,6 +130,7 @@ fn params() -> Vec<ParamSpec> {
         ParamSpec::choice("demo", "Demo", ChoiceStyle::Demo, demos),
         ParamSpec::choice("from", "Coming from", ChoiceStyle::Hidden, from),
         ParamSpec::seed(),
+        ParamSpec::manifest(),
     ]
 }
 
@@ -195,6 +208,7 @@ fn pod(name: &str, namespace: &str, labels: &[(&str, &str)], node: &str, addr: I
         node_name: node.into(),
         ip: addr,
         container_port: port,
+        port_name: Some(if port == 53 { "dns" } else { "http" }.into()),
         ready: true,
     }
 }
@@ -251,6 +265,11 @@ fn cluster_after(from: Option<Tab>, local: bool) -> World {
 }
 
 struct Ctx {
+    /// The Service step 1 applies: the tab's own, or the one the user typed.
+    svc: Service,
+    /// Whether `svc` is the object the `from` tab left (Service `api`), so
+    /// that the API server's rules for changing it apply.
+    replaces_from: bool,
     tab: Tab,
     from: Option<Tab>,
     local: bool,
@@ -261,6 +280,41 @@ struct Ctx {
 }
 
 pub fn build(p: &Params) -> Scenario {
+    build_with(p, None)
+}
+
+/// The file the tab's Service is written in.
+fn edit_file(p: &Params) -> &'static str {
+    if p.choice("tab") == Some(Tab::ExternalName.value()) {
+        "db.yaml"
+    } else {
+        "api.yaml"
+    }
+}
+
+/// The tab's own Service.
+fn own_service(p: &Params) -> Service {
+    match p.choice("tab").and_then(Tab::parse).unwrap_or(Tab::ClusterIp) {
+        Tab::ExternalName => db_service(),
+        tab => api_service(tab, p.toggle("local")),
+    }
+}
+
+/// The cluster just before step 1 applies a Service.
+fn edit_cluster(p: &Params) -> World {
+    cluster_after(p.choice("from").and_then(Tab::parse), p.toggle("local"))
+}
+
+/// The explorer with the user's Service in place of the tab's: the tab
+/// that Service belongs under is shown, and the local switch follows it.
+fn build_edited(p: &Params, svc: Service) -> Scenario {
+    let tab = Tab::of(&svc);
+    let local = svc.spec.external_traffic_policy == TrafficPolicy::Local;
+    let p = p.clone().with("tab", Value::Choice(tab.value().into())).with("local", Value::Toggle(local && tab.externally_reachable()));
+    build_with(&p, Some(svc))
+}
+
+fn build_with(p: &Params, typed: Option<Service>) -> Scenario {
     let p = settle_demo(p);
     let tab = p.choice("tab").and_then(Tab::parse).unwrap_or(Tab::ClusterIp);
     let from = p.choice("from").and_then(Tab::parse);
@@ -269,12 +323,14 @@ pub fn build(p: &Params) -> Scenario {
     let laptop = p.choice("client") == Some("laptop");
     let client = if laptop { w.first(ActorKind::Laptop) } else { w.actors.of_object(ActorKind::Pod, "default", "web") }.unwrap_or(ActorId(0));
     let via = if p.choice("via") == Some("node-2") { 1 } else { 0 };
-    let c = Ctx { tab, from, local, client, laptop, via, seed: p.seed() };
-    w.focus = vec![if tab == Tab::ExternalName { ObjectRef::new("default", "db") } else { ObjectRef::new("default", "api") }];
+    let file = edit_file(&p);
+    let svc = typed.unwrap_or_else(|| own_service(&p));
+    let replaces_from = from.is_some_and(Tab::is_api) && svc.namespace == "default" && svc.name == "api";
+    let c = Ctx { svc: svc.clone(), replaces_from, tab, from, local, client, laptop, via, seed: p.seed() };
+    w.focus = vec![svc.object_ref()];
 
-    let (file, svc) = if tab == Tab::ExternalName { ("db.yaml", db_service()) } else { ("api.yaml", api_service(tab, local)) };
     let before = match from {
-        Some(f) if f.is_api() && tab.is_api() => api_service(f, local),
+        Some(f) if replaces_from => api_service(f, local),
         _ => svc.clone(),
     };
     let mut rec = Recorder::new(file, &before);
@@ -286,7 +342,7 @@ pub fn build(p: &Params) -> Scenario {
             w.set_ready("default", name, false);
         }
     });
-    if from.is_none() || !(from.is_some_and(Tab::is_api) && tab.is_api()) {
+    if !replaces_from {
         // A first apply, or another Service's file: nothing to compare with.
         if let Some(st) = rec.steps.last_mut() {
             st.manifest.changed.clear();
@@ -295,8 +351,8 @@ pub fn build(p: &Params) -> Scenario {
     narrate_apply(&w, &mut rec, &c, &not_ready, refused.as_ref());
 
     let mut dice = dice_for(c.seed, vec![0.5, 0.2], 7);
-    let name = lookup_name(&c);
     let mut answer = None;
+    let name = lookup_name(&w, &c);
     rec.step(&mut w, "DNS Lookup", None, |w| answer = w.lookup(c.client, &name, QType::A, dice.as_mut()));
     narrate_lookup(&w, &mut rec, &c, &name, answer.as_ref());
 
@@ -318,11 +374,55 @@ pub fn build(p: &Params) -> Scenario {
 }
 
 fn apply_title(c: &Ctx) -> String {
+    let name = &c.svc.name;
     match (c.tab, c.from) {
-        (Tab::ExternalName, _) => "Apply Service db (ExternalName)".into(),
-        (t, Some(f)) if t == Tab::Headless && f.is_api() && f != Tab::Headless => "Recreate api as headless".into(),
-        (t, Some(Tab::Headless)) if t != Tab::Headless => format!("Recreate api as {}", t.label()),
+        (Tab::ExternalName, _) => format!("Apply Service {name} (ExternalName)"),
+        (t, Some(f)) if c.replaces_from && t == Tab::Headless && f != Tab::Headless => format!("Recreate {name} as headless"),
+        (t, Some(Tab::Headless)) if c.replaces_from && t != Tab::Headless => format!("Recreate {name} as {}", t.label()),
+        (t, _) if name != "api" => format!("Apply Service {name} ({})", t.label()),
         (t, _) => format!("Apply type {}", t.label()),
+    }
+}
+
+/// What the narration says of the applied Service, read from the stored
+/// object (the typed one, if the API server refused it).
+struct Figures {
+    name: String,
+    namespace: String,
+    cluster_ip: Option<Ipv4Addr>,
+    port: u16,
+    target_port: u16,
+    node_port: Option<u16>,
+    external_name: String,
+    external_ip: Option<Ipv4Addr>,
+}
+
+impl Figures {
+    fn of(w: &World, c: &Ctx) -> Figures {
+        let s = w.api.service(&c.svc.namespace, &c.svc.name).unwrap_or(&c.svc);
+        let first = s.spec.ports.first();
+        Figures {
+            name: s.name.clone(),
+            namespace: s.namespace.clone(),
+            cluster_ip: s.spec.cluster_ip,
+            port: first.map_or(80, |p| p.port),
+            target_port: first.map_or(8080, |p| p.target_port),
+            node_port: first.and_then(|p| p.node_port),
+            external_name: s.spec.external_name.clone().unwrap_or_default(),
+            external_ip: s.spec.external_ips.first().copied(),
+        }
+    }
+
+    fn ip(&self) -> String {
+        self.cluster_ip.map_or_else(|| "no address".into(), |i| i.to_string())
+    }
+
+    fn node_port(&self) -> String {
+        self.node_port.map_or_else(|| "(none)".into(), |n| n.to_string())
+    }
+
+    fn fqdn(&self) -> String {
+        format!("{}.{}.svc.cluster.local", self.name, self.namespace)
     }
 }
 
@@ -331,19 +431,20 @@ fn apply_title(c: &Ctx) -> String {
 /// the first attempt was refused.
 fn apply(w: &mut World, c: &Ctx) -> Option<crate::api::server::ApiError> {
     if c.tab == Tab::ExternalName {
-        return w.kubectl_apply(db_service()).err();
+        return w.kubectl_apply(c.svc.clone()).err();
     }
     let mut refused = None;
-    let svc = api_service(c.tab, c.local);
-    let headless_change = c.from.is_some_and(|f| f.is_api() && (f == Tab::Headless) != (c.tab == Tab::Headless));
+    let svc = c.svc.clone();
+    let headless_change = c.replaces_from && c.from.is_some_and(|f| (f == Tab::Headless) != (c.tab == Tab::Headless));
     if headless_change {
         if c.tab == Tab::Headless {
             // The API server refuses: clusterIP (None included) is immutable.
             refused = w.kubectl_apply(svc.clone()).err();
         }
-        w.kubectl_delete("default", "api");
+        w.kubectl_delete(&svc.namespace, &svc.name);
     }
-    let _ = w.kubectl_apply(svc);
+    let second = w.kubectl_apply(svc).err();
+    refused = refused.or(second);
     if c.tab == Tab::LoadBalancer {
         let secs = w.lb.cloud().map_or(0, |c| c.provisioning_secs);
         w.wait(secs);
@@ -351,35 +452,46 @@ fn apply(w: &mut World, c: &Ctx) -> Option<crate::api::server::ApiError> {
     refused
 }
 
-fn lookup_name(c: &Ctx) -> String {
-    let svc = if c.tab == Tab::ExternalName { "db" } else { "api" };
-    if c.laptop {
-        format!("{svc}.default.svc.cluster.local")
-    } else {
-        svc.to_string()
+fn lookup_name(w: &World, c: &Ctx) -> String {
+    let f = Figures::of(w, c);
+    match (c.laptop, f.namespace.as_str()) {
+        (true, _) => f.fqdn(),
+        (false, "default") => f.name,
+        (false, ns) => format!("{}.{ns}", f.name),
     }
 }
 
 /// Step 3: what a client does to reach the Service, and how far it gets.
 fn send_request(w: &mut World, c: &Ctx, dice: &mut dyn Dice) -> Outcome {
-    let host = if c.tab == Tab::ExternalName { "db" } else { "api" };
+    let f = Figures::of(w, c);
+    let host = lookup_name(w, &Ctx { laptop: false, svc: c.svc.clone(), ..*c });
     if !c.laptop {
-        let addrs = w.resolve_quietly(c.client, host);
-        let Some(addr) = pick_address(&addrs, c, dice) else { return w.give_up(c.client, DropReason::Unresolved { name: host.into() }) };
-        let port = if c.tab == Tab::Headless { 8080 } else { 80 };
-        return w.dial(Dial::http(c.client, SockAddr::new(addr, port), host), dice);
+        let addrs = w.resolve_quietly(c.client, &host);
+        let Some(addr) = pick_address(&addrs, c, dice) else { return w.give_up(c.client, DropReason::Unresolved { name: host }) };
+        let port = if c.tab == Tab::Headless { f.target_port } else { f.port };
+        return w.dial(Dial::http(c.client, SockAddr::new(addr, port), &host), dice);
     }
-    let dst = match c.tab {
-        Tab::ClusterIp => SockAddr::new(API_IP, 80),
-        Tab::NodePort => SockAddr::new(w.api.nodes[c.via].internal_ip, NODE_PORT),
-        Tab::LoadBalancer => match balancer_ip(w) {
-            Some(ip) => SockAddr::new(ip, 80),
-            None => return w.give_up(c.client, DropReason::Unresolved { name: "the balancer's address".into() }),
-        },
-        Tab::ExternalName => return w.give_up(c.client, DropReason::Unresolved { name: "db.default.svc.cluster.local".into() }),
-        Tab::Headless => SockAddr::new(API_PODS[0].3, 8080),
+    let unresolved = |name: String| DropReason::Unresolved { name };
+    let dst = match (c.tab, f.external_ip) {
+        (Tab::ClusterIp, Some(ip)) => Ok(SockAddr::new(ip, f.port)),
+        (Tab::ClusterIp, _) => f.cluster_ip.map(|ip| SockAddr::new(ip, f.port)).ok_or_else(|| unresolved(f.fqdn())),
+        (Tab::NodePort, _) => f.node_port.map(|np| SockAddr::new(w.api.nodes[c.via].internal_ip, np)).ok_or_else(|| unresolved("a node port".into())),
+        (Tab::LoadBalancer, _) => balancer_ip(w, c).map(|ip| SockAddr::new(ip, f.port)).ok_or_else(|| unresolved("the balancer's address".into())),
+        (Tab::ExternalName, _) => Err(unresolved(f.fqdn())),
+        (Tab::Headless, _) => headless_target(w, &f).ok_or_else(|| unresolved(f.fqdn())),
     };
-    w.dial(Dial::http(c.client, dst, host), dice)
+    match dst {
+        Ok(dst) => w.dial(Dial::http(c.client, dst, &host), dice),
+        Err(reason) => w.give_up(c.client, reason),
+    }
+}
+
+/// A headless Service's first Ready endpoint, at its target port: what a
+/// client that learnt a Pod's address would dial.
+fn headless_target(w: &World, f: &Figures) -> Option<SockAddr> {
+    let slices = w.api.endpoint_slices();
+    let ep = slices.iter().filter(|s| s.namespace == f.namespace && s.service_name == f.name).flat_map(|s| &s.endpoints).find(|e| e.ready)?;
+    Some(SockAddr::new(ep.ip, f.target_port))
 }
 
 /// A headless answer lists Pods; the client picks one. Fixed picks take
@@ -396,9 +508,9 @@ fn pick_address(addrs: &[Ipv4Addr], c: &Ctx, dice: &mut dyn Dice) -> Option<Ipv4
     (0..n).find(|i| *i + 1 == n || dice.roll(1.0 / (n - i) as f64)).and_then(|i| addrs.get(i).copied())
 }
 
-fn balancer_ip(w: &World) -> Option<Ipv4Addr> {
+fn balancer_ip(w: &World, c: &Ctx) -> Option<Ipv4Addr> {
     let cloud = w.lb.cloud()?;
-    cloud.balancer_for(&ObjectRef::new("default", "api")).filter(|b| b.state == crate::controllers::cloud::LbState::Active).map(|b| b.ip)
+    cloud.balancer_for(&c.svc.object_ref()).filter(|b| b.state == crate::controllers::cloud::LbState::Active).map(|b| b.ip)
 }
 
 fn svc_row(w: &World) -> String {
@@ -411,14 +523,23 @@ fn svc_row(w: &World) -> String {
 fn narrate_apply(w: &World, rec: &mut Recorder, c: &Ctx, not_ready: &[&(&str, &str, &str, Ipv4Addr)], refused: Option<&crate::api::server::ApiError>) {
     let Some(st) = rec.steps.last_mut() else { return };
     let rejected = refused.map(|e| e.to_string());
+    let f = Figures::of(w, c);
+    let (name, np) = (f.name.as_str(), f.node_port());
+    let selects = match c.svc.spec.selector.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>() {
+        labels if labels.is_empty() => format!("Service {name} has no selector, so no Pod becomes its endpoint by itself."),
+        labels => format!("Service {name} selects the Pods labelled {}.", list(&labels)),
+    };
     let mut parts = vec![match c.tab {
-        Tab::ClusterIp => format!("Service api selects the Pods labelled app: api. The API server gives it {API_IP} from the Service range {}; no network card has that address. kube-proxy on every node writes a rule for {API_IP}:80 that DNATs to one Ready api Pod on port 8080.", w.api.config.service_cidr),
-        Tab::NodePort => format!("A NodePort Service is a ClusterIP Service with one more thing: port {NODE_PORT} from the range {}, opened on every node's own address, whether or not an api Pod runs there.", w.api.config.node_port_range),
-        Tab::LoadBalancer => format!("A LoadBalancer Service keeps its cluster IP and node port {NODE_PORT}. The cloud-controller-manager sees it and asks the cloud for a balancer aimed at every node's port {NODE_PORT}. That takes time: until the cloud answers, kubectl shows EXTERNAL-IP <pending>; then the controller writes the address into status.loadBalancer and kube-proxy adds a rule for it."),
-        Tab::ExternalName => format!("Service db has no selector, no endpoints and no cluster IP, and kube-proxy writes no rule for it. It exists only as a DNS record: CoreDNS answers db.default.svc.cluster.local with a CNAME to {MYDB_NAME}."),
+        Tab::ClusterIp => format!("{selects} The API server gives it {} from the Service range {}; no network card has that address. kube-proxy on every node writes a rule for {}:{} that DNATs to one Ready {name} Pod on port {}.", f.ip(), w.api.config.service_cidr, f.ip(), f.port, f.target_port),
+        Tab::NodePort => format!("A NodePort Service is a ClusterIP Service with one more thing: port {np} from the range {}, opened on every node's own address, whether or not a {name} Pod runs there.", w.api.config.node_port_range).replace("a api", "an api"),
+        Tab::LoadBalancer => format!("A LoadBalancer Service keeps its cluster IP and node port {np}. The cloud-controller-manager sees it and asks the cloud for a balancer aimed at every node's port {np}. That takes time: until the cloud answers, kubectl shows EXTERNAL-IP <pending>; then the controller writes the address into status.loadBalancer and kube-proxy adds a rule for it."),
+        Tab::ExternalName => format!("Service {name} has no selector, no endpoints and no cluster IP, and kube-proxy writes no rule for it. It exists only as a DNS record: CoreDNS answers {} with a CNAME to {}.", f.fqdn(), f.external_name),
         Tab::Headless => "With clusterIP: None the Service keeps its selector and its endpoints but gets no virtual address, so kube-proxy writes no rule for it. CoreDNS answers its name with one A record per Ready Pod instead; StatefulSets use such a Service to give each Pod a stable name (db-0.db.default.svc.cluster.local).".to_string(),
     }];
-    match (c.from, c.tab) {
+    if let Some(e) = rejected.as_ref().filter(|_| !(c.replaces_from && c.tab == Tab::Headless)) {
+        parts.push(format!("The API server refuses it: {e}."));
+    }
+    match (c.from.filter(|_| c.replaces_from), c.tab) {
         (Some(f), t) if f == t => parts.push(format!("Service api is already of type {}: the API server stores the same object and nothing else changes.", t.label())),
         (Some(f), Tab::Headless) if f.is_api() => parts.push(format!(
             "Coming from {}: the API server refuses the change ({}). clusterIP is immutable, and None counts as a value, so the Service has to be deleted and created again.",
@@ -428,6 +549,7 @@ fn narrate_apply(w: &World, rec: &mut Recorder, c: &Ctx, not_ready: &[&(&str, &s
         (Some(Tab::Headless), t) if t.is_api() => parts.push("Coming from Headless: kubectl apply would keep clusterIP: None (an update that leaves clusterIP out keeps the old value), so the Service is deleted and created again to get a virtual address.".into()),
         (Some(Tab::LoadBalancer), t) if t.is_api() => parts.push(format!("Coming from LoadBalancer: with the type changed to {}, the cloud-controller-manager deletes the balancer, and the node port {}.", t.label(), if t == Tab::NodePort { "stays" } else { "is released" })),
         (Some(Tab::NodePort), Tab::ClusterIp) => parts.push(format!("Coming from NodePort: node port {NODE_PORT} is released and kube-proxy removes its KUBE-NODEPORTS rule on every node.")),
+        (Some(_), Tab::ExternalName) => parts.push("Coming from another type: the API server releases the cluster IP, and kube-proxy removes every rule of the Service.".into()),
         _ => {}
     }
     if c.local && c.tab.externally_reachable() {
@@ -482,7 +604,7 @@ fn narrate_lookup(w: &World, rec: &mut Recorder, c: &Ctx, name: &str, answer: Op
             fqdn.as_deref().unwrap_or_default().trim_end_matches('.')
         );
         if upstream {
-            s.push_str(&format!(" {MYDB_NAME} is outside the cluster domain, so CoreDNS asks the resolver outside for it and adds that answer after the CNAME."));
+            s.push_str(&format!(" {} is outside the cluster domain, so CoreDNS asks the resolver outside for it and adds that answer after the CNAME.", Figures::of(w, c).external_name));
         }
         match c.tab {
             Tab::Headless => s.push_str(" A headless Service has no address of its own: the answer lists the Ready Pods themselves, and the client chooses."),
@@ -513,10 +635,10 @@ fn narrate_request(w: &World, rec: &mut Recorder, c: &Ctx, outcome: Option<&Outc
     } else {
         let start = st.hops.first().and_then(|h| h.packet.as_ref()).map(|p| p.after);
         if let Some(p) = start {
-            parts.push(format!("{} sends GET / to {} (Host: {}).", w.actors.short(c.client), p.dst, if c.tab == Tab::ExternalName { "db" } else { "api" }));
+            parts.push(format!("{} sends GET / to {} (Host: {}).", w.actors.short(c.client), p.dst, lookup_name(w, &Ctx { laptop: false, svc: c.svc.clone(), ..*c })));
         }
         if let Some(b) = st.hops.iter().find(|h| w.actors.get(h.from).is_some_and(|a| a.kind == ActorKind::LoadBalancer) && h.leg == crate::sim::Leg::Out) {
-            parts.push(format!("The balancer picks {} and forwards to its node port {NODE_PORT}: the first of two choices.", w.actors.short(b.to)));
+            parts.push(format!("The balancer picks {} and forwards to its node port {}: the first of two choices.", w.actors.short(b.to), Figures::of(w, c).node_port()));
         }
         if let Some((_, p)) = dnat {
             let node = p.decided_on.map_or("a node".into(), |n| w.actors.short(n).to_string());
@@ -546,9 +668,14 @@ fn narrate_request(w: &World, rec: &mut Recorder, c: &Ctx, outcome: Option<&Outc
         if let Some((server, payload)) = &reply_from {
             let what = payload.as_ref().map_or_else(String::new, |p| format!(" ({})", p.summary()));
             parts.push(match c.tab {
-                Tab::ExternalName => format!(
-                    "The reply{what} comes from {server}. The pitfall: the request still says Host: db (and a TLS client would send SNI db), and {MYDB_NAME} serves no site called db. The alias works for DNS, not for HTTP or TLS names."
-                ),
+                Tab::ExternalName => {
+                    let f = Figures::of(w, c);
+                    format!(
+                        "The reply{what} comes from {server}. The pitfall: the request still says Host: {n} (and a TLS client would send SNI {n}), and {} serves no site called {n}. The alias works for DNS, not for HTTP or TLS names.",
+                        f.external_name,
+                        n = f.name
+                    )
+                }
                 Tab::Headless => format!("The reply{what} comes straight from {server}: the client talked to one Pod and knows which; balancing is its own job now."),
                 _ if dnat.is_some() => format!("On the way back conntrack undoes the rewrites, so the reply{what} comes from {server}, the address the client dialled: it never learns which Pod answered."),
                 _ => format!("The reply{what} comes from {server}."),
@@ -561,14 +688,16 @@ fn narrate_request(w: &World, rec: &mut Recorder, c: &Ctx, outcome: Option<&Outc
 /// The sentence for a request that did not get through.
 fn drop_story(w: &World, c: &Ctx, r: &DropReason) -> String {
     match r {
-        DropReason::NoRoute { why: Unroutable::ServiceRange(_), .. } => format!(
-            "The laptop sends to {API_IP}:80. Outside the cluster 10.96.0.0/12 means nothing: no router has a route to it, because the address lives only in kube-proxy's rules on the nodes. The packet is dropped before it gets anywhere. A ClusterIP Service is for traffic inside the cluster."
+        DropReason::NoRoute { why: Unroutable::ServiceRange(range), dst } => format!(
+            "The laptop sends to {dst}:{}. Outside the cluster {range} means nothing: no router has a route to it, because the address lives only in kube-proxy's rules on the nodes. The packet is dropped before it gets anywhere. A ClusterIP Service is for traffic inside the cluster.",
+            Figures::of(w, c).port
         ),
         DropReason::NoRoute { why: Unroutable::PodNetwork(_), dst } => format!(
             "Even knowing a Pod's address ({dst}), the laptop cannot reach it: the Pod network is routed between the nodes only. A headless Service is for clients inside the cluster."
         ),
         DropReason::Unresolved { name } if c.tab == Tab::ExternalName => format!(
-            "The laptop cannot even start: {name} does not resolve outside the cluster, and db is an alias that only CoreDNS knows."
+            "The laptop cannot even start: {name} does not resolve outside the cluster, and {} is an alias that only CoreDNS knows.",
+            c.svc.name
         ),
         DropReason::Filtered { .. } => format!(
             "{} With externalTrafficPolicy: Local a node only sends outside traffic to its own Ready Pods, and this one has none, so it drops the packet rather than forward it.",
