@@ -198,7 +198,7 @@ pub fn ParamControls() -> impl IntoView {
         let specs = specs.get();
         let shown: Vec<ParamSpec> = specs
             .into_iter()
-            .filter(|s| !matches!(s.kind, ParamKind::Seed | ParamKind::Choice { style: ChoiceStyle::Demo | ChoiceStyle::Hidden, .. }))
+            .filter(|s| !matches!(s.kind, ParamKind::Seed | ParamKind::Manifest | ParamKind::Choice { style: ChoiceStyle::Demo | ChoiceStyle::Hidden, .. }))
             .collect();
         (!shown.is_empty()).then(|| {
             view! {
@@ -223,7 +223,7 @@ fn ParamControl(spec: ParamSpec) -> impl IntoView {
         ParamKind::Choice { options, .. } => view! { <Segmented key=spec.key.clone() label=spec.label.clone() options=options/> }.into_any(),
         ParamKind::Toggle { .. } => view! { <Toggle key=spec.key.clone() label=spec.label.clone()/> }.into_any(),
         ParamKind::Set { options } => view! { <ReadySet key=spec.key.clone() label=spec.label.clone() options=options/> }.into_any(),
-        ParamKind::Seed => ().into_any(),
+        ParamKind::Seed | ParamKind::Manifest => ().into_any(),
     };
     view! { <div class="kh-param" class:hidden=move || !applies()>{body}</div> }
 }

@@ -3,6 +3,7 @@
 mod app;
 mod canvas;
 mod controls;
+mod editor;
 mod nodes;
 mod panels;
 mod player;

@@ -236,9 +236,38 @@ pub fn ManifestPanel() -> impl IntoView {
                 .collect_view()
         })
     };
+    let editing = RwSignal::new(false);
+    let editable = move || kubehops_core::scenarios::entry(&ctx.player.scenario_id.get()).is_some_and(|e| e.edit.is_some());
+    let edited = move || ctx.player.params.with(|p| p.manifest().is_some());
+    let toggle = NodeRef::<leptos::html::Button>::new();
+    // Leaving the editor puts the focus back on its button, so the
+    // keyboard shortcuts work again at once.
+    Effect::new(move |was: Option<bool>| {
+        let now = editing.get();
+        if was == Some(true) && !now {
+            if let Some(b) = toggle.get_untracked() {
+                let _ = b.focus();
+            }
+        }
+        now
+    });
+    let caption = move || {
+        let how = if edited() { "your edit, as applied" } else { "as applied" };
+        format!("{}, {how}; + marks the lines that changed", file())
+    };
     view! {
-        <section class="kh-card">
-            <h2>"Service manifest " <span class="kh-sub">{move || format!("{}, as applied; + marks the lines that changed", file())}</span></h2>
+        <section class="kh-card kh-manifest">
+            <div class="kh-card-head">
+                <h2>"Service manifest " <span class="kh-sub">{caption}</span></h2>
+                <Show when=editable>
+                    <button type="button" class="kh-btn" node_ref=toggle aria-pressed=move || editing.get().to_string() on:click=move |_| editing.update(|e| *e = !*e)>
+                        {move || if editing.get() { "Close editor" } else { "Edit" }}
+                    </button>
+                </Show>
+            </div>
+            <Show when=move || editing.get() && editable()>
+                <crate::editor::ManifestEditor editing=editing/>
+            </Show>
             <pre class="kh-code">{lines}</pre>
         </section>
     }

@@ -5,6 +5,7 @@
 
 use kubehops_core::link::{self, HopPos, Link};
 use kubehops_core::scenarios::{self, Params, Scenario, Value};
+use kubehops_objects::edit::{self, Built, Refusal};
 use leptos::prelude::*;
 
 /// Milliseconds a hop takes at normal speed.
@@ -21,10 +22,19 @@ fn default_id() -> String {
     scenarios::REGISTRY.first().map_or_else(String::new, |e| e.id.to_string())
 }
 
-fn build(id: &str, params: &Params) -> Scenario {
-    scenarios::build(id, params)
-        .or_else(|| scenarios::build_default(&default_id()))
-        .unwrap_or_else(|| (scenarios::REGISTRY[0].build)(&Params::default()))
+/// The scenario for (id, parameters), with a typed Service read by the
+/// same reader as the CLI's: `None` in `scenario` when it was refused.
+fn build(id: &str, params: &Params) -> Built {
+    edit::build(id, params)
+        .or_else(|| edit::build(&default_id(), &Params::default()))
+        .unwrap_or_else(|| Built { scenario: Some((scenarios::REGISTRY[0].build)(&Params::default())), refusal: None })
+}
+
+/// The scenario's own, when a typed Service was refused and nothing was
+/// shown before.
+fn without_edit(id: &str, params: &Params) -> Scenario {
+    let own = params.clone().with("manifest", Value::Manifest(String::new()));
+    build(id, &own).scenario.unwrap_or_else(|| (scenarios::REGISTRY[0].build)(&Params::default()))
 }
 
 #[derive(Clone, Copy)]
@@ -32,8 +42,11 @@ pub struct Player {
     pub scenario_id: RwSignal<String>,
     /// The parameters as the user set them; the scenario normalizes them.
     pub params: RwSignal<Params>,
-    /// The scenario shown: built by the core from (id, parameters).
+    /// The scenario shown: the one built, or, while a typed Service is
+    /// refused, the last one shown (the canvas keeps the last valid state).
     pub scenario: Memo<Scenario>,
+    /// Why the typed Service is not shown, if it is not.
+    pub refusal: Memo<Option<Refusal>>,
     pub step: RwSignal<usize>,
     /// Beats since the step started; may run past the hop count while
     /// holding at the end.
@@ -54,11 +67,21 @@ impl Player {
     pub fn new(id: &str, params: Params, reduced_motion: bool) -> Player {
         let scenario_id = RwSignal::new(id.to_string());
         let params = RwSignal::new(params);
-        let scenario = Memo::new(move |_| params.with(|p| build(&scenario_id.get(), p)));
+        // What the core built for (id, parameters), with a typed Service's refusal.
+        let built = Memo::new(move |_| params.with(|p| build(&scenario_id.get(), p)));
+        let scenario = Memo::new(move |prev: Option<&Scenario>| {
+            built.with(|b| match (&b.scenario, prev) {
+                (Some(s), _) => s.clone(),
+                (None, Some(last)) if last.id == scenario_id.get_untracked() => last.clone(),
+                (None, _) => params.with_untracked(|p| without_edit(&scenario_id.get_untracked(), p)),
+            })
+        });
+        let refusal = Memo::new(move |_| built.with(|b| b.refusal.clone()));
         Player {
             scenario_id,
             params,
             scenario,
+            refusal,
             step: RwSignal::new(0),
             progress: RwSignal::new(0.0),
             playing: RwSignal::new(false),
@@ -247,11 +270,25 @@ impl Player {
                 if let Some(old) = p.choice("tab").map(str::to_string) {
                     p.insert("from", Value::Choice(old));
                 }
+                // A tab is a Service of its own: it replaces a typed one.
+                p.insert("manifest", Value::Manifest(String::new()));
             }
             p.insert(key, value);
         });
         self.clamp_step();
         self.go_to(if tab_change { 0 } else { self.step.get_untracked() });
+    }
+
+    /// Replaces the scenario's Service with the text typed (empty: the
+    /// scenario's own). The current step is kept where it still exists.
+    pub fn set_manifest(&self, text: String) {
+        if self.params.with_untracked(|p| p.manifest().unwrap_or("") == text) {
+            return;
+        }
+        self.params.update(|p| p.insert("manifest", Value::Manifest(text)));
+        self.playing.set(false);
+        self.clamp_step();
+        self.go_to(self.step.get_untracked());
     }
 
     /// Applies a demo: its presets, and the step it opens.

@@ -1,0 +1,131 @@
+//! The manifest editor: the user's own Service, typed in place of the
+//! scenario's. The text is view state (what the user typed, never lost);
+//! reading, admitting and playing it is the core's and kubehops-objects's
+//! work, and the refusal comes back as rows with their lines.
+
+use crate::app::Ctx;
+use kubehops_core::compact;
+use kubehops_objects::edit;
+use leptos::prelude::*;
+use wasm_bindgen::JsCast;
+
+/// Two spaces: what Tab inserts, as YAML wants spaces.
+const INDENT: &str = "  ";
+
+/// The editor's text area with its line numbers, the refusal if any, and
+/// its buttons. `editing` is cleared by "Done" and by Esc.
+#[component]
+pub fn ManifestEditor(editing: RwSignal<bool>) -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let player = ctx.player;
+    let start = player.params.with_untracked(|p| edit::starting_text(&player.scenario_id.get_untracked(), p));
+    let draft = RwSignal::new(start);
+    let area = NodeRef::<leptos::html::Textarea>::new();
+    Effect::new(move |_| {
+        if let Some(a) = area.get() {
+            let _ = a.focus();
+        }
+    });
+    let typed = move |text: String| {
+        draft.set(text.clone());
+        player.set_manifest(text);
+    };
+    let on_input = move |ev: leptos::ev::Event| {
+        if let Some(t) = ev.target().and_then(|t| t.dyn_into::<web_sys::HtmlTextAreaElement>().ok()) {
+            typed(t.value());
+        }
+    };
+    let on_key = move |ev: leptos::ev::KeyboardEvent| match ev.key().as_str() {
+        "Escape" => {
+            ev.prevent_default();
+            editing.set(false);
+        }
+        "Tab" if !ev.shift_key() && !ev.ctrl_key() && !ev.alt_key() && !ev.meta_key() => {
+            ev.prevent_default();
+            if let Some(a) = area.get_untracked() {
+                let _ = a.set_range_text(INDENT);
+                let at = a.selection_end().ok().flatten().unwrap_or(0) + INDENT.len() as u32;
+                let _ = a.set_selection_range(at, at);
+                typed(a.value());
+            }
+        }
+        _ => {}
+    };
+    let reset = move |_| {
+        player.set_manifest(String::new());
+        let own = player.params.with_untracked(|p| edit::starting_text(&player.scenario_id.get_untracked(), p));
+        draft.set(own.clone());
+        if let Some(a) = area.get_untracked() {
+            a.set_value(&own);
+            let _ = a.focus();
+        }
+    };
+    let refused_lines = Memo::new(move |_| player.refusal.with(|r| r.as_ref().map(|r| r.lines()).unwrap_or_default()));
+    let gutter = move || {
+        let n = draft.with(|d| d.lines().count().max(1) + usize::from(d.ends_with('\n')));
+        let bad = refused_lines.get();
+        (1..=n).map(|i| {
+            let marked = bad.contains(&i);
+            view! { <span class="kh-ln" class:bad=marked>{if marked { format!("! {i}") } else { i.to_string() }}"\n"</span> }
+        }).collect_view()
+    };
+    let rows = move || draft.with(|d| d.lines().count() + 2);
+    view! {
+        <div class="kh-editor">
+            <p class="kh-sub" id="kh-editor-help">
+                "Type a Service: it is checked as the API server would and played at once. Tab indents; Esc leaves the editor."
+            </p>
+            <div class="kh-editor-box">
+                <pre class="kh-gutter-lines" aria-hidden="true">{gutter}</pre>
+                <textarea
+                    node_ref=area
+                    class="kh-editor-text"
+                    aria-label="Service manifest (YAML or JSON)"
+                    aria-describedby="kh-editor-help kh-editor-status"
+                    aria-invalid=move || player.refusal.with(|r| r.is_some()).to_string()
+                    spellcheck="false"
+                    autocomplete="off"
+                    autocapitalize="off"
+                    rows=rows
+                    prop:value=move || draft.get()
+                    on:input=on_input
+                    on:keydown=on_key
+                ></textarea>
+            </div>
+            <EditStatus draft=draft/>
+            <div class="kh-editor-actions">
+                <button type="button" class="kh-btn" on:click=reset>"Reset"</button>
+                <button type="button" class="kh-btn" on:click=move |_| editing.set(false)>"Done"</button>
+            </div>
+        </div>
+    }
+}
+
+/// Whether the typed Service plays, or why not (at its lines), and whether
+/// the link can carry it.
+#[component]
+fn EditStatus(draft: RwSignal<String>) -> impl IntoView {
+    let player = expect_context::<Ctx>().player;
+    let link_note = Memo::new(move |_| draft.with(|d| compact::pack(d).err().map(|e| format!("{e} It is kept on this page only; the link shows the last state that fits."))));
+    let status = move || match player.refusal.get() {
+        Some(r) => view! {
+            <div class="kh-refusal" role="alert">
+                <p><strong>"Not applied. "</strong>{r.headline.clone()}</p>
+                <ul>
+                    {r.problems.iter().map(|p| {
+                        let at = p.line.map(|l| format!("Line {l}: ")).unwrap_or_default();
+                        view! { <li><span class="kh-refusal-line">{at}</span><code>{p.message.clone()}</code></li> }
+                    }).collect_view()}
+                </ul>
+                <p class="kh-sub">"The canvas keeps the last Service that was accepted."</p>
+            </div>
+        }.into_any(),
+        None => view! { <p class="kh-accepted">"✓ Accepted and playing."</p> }.into_any(),
+    };
+    view! {
+        <div id="kh-editor-status" aria-live="polite">
+            {status}
+            {move || link_note.get().map(|n| view! { <p class="kh-sub kh-link-note">{n}</p> })}
+        </div>
+    }
+}
