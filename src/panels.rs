@@ -265,10 +265,9 @@ pub fn ManifestPanel() -> impl IntoView {
                     </button>
                 </Show>
             </div>
-            <Show when=move || editing.get() && editable()>
+            <Show when=move || editing.get() && editable() fallback=move || view! { <pre class="kh-code">{lines}</pre> }>
                 <crate::editor::ManifestEditor editing=editing/>
             </Show>
-            <pre class="kh-code">{lines}</pre>
         </section>
     }
 }

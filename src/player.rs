@@ -287,8 +287,11 @@ impl Player {
         }
         self.params.update(|p| p.insert("manifest", Value::Manifest(text)));
         self.playing.set(false);
-        self.clamp_step();
-        self.go_to(self.step.get_untracked());
+        // A refused Service changes nothing shown: the step stays where it is.
+        if self.refusal.with_untracked(Option::is_none) {
+            self.clamp_step();
+            self.go_to(self.step.get_untracked());
+        }
     }
 
     /// Applies a demo: its presets, and the step it opens.

@@ -46,7 +46,7 @@ pub const ENTRY: Entry = Entry {
 fn edit_cluster(p: &Params) -> World {
     let lab = Lab { spread: p.choice("placement") == Some("spread"), local: p.toggle("local"), hairpin: p.toggle("hairpin"), seed: p.seed() };
     let mut w = cluster(lab);
-    configure_metallb(&mut w, vec![pool()], vec![l2_advertisement()]);
+    install_metallb(&mut w);
     w.take_trace();
     w
 }
@@ -404,14 +404,19 @@ fn no_controller(w: &mut World, rec: &mut Recorder, lab: Lab) {
 
 /// Stage 5: MetalLB gives booking an address, a speaker answers ARP for
 /// it, and traffic goes through the announcing node.
-fn metallb(w: &mut World, rec: &mut Recorder, lab: Lab) {
+/// MetalLB as the lab installs it: a speaker on each node (the control
+/// plane's excluded from L2 announcements, as kind labels it), and the
+/// lab's pool and L2Advertisement.
+fn install_metallb(w: &mut World) {
     let speakers = vec![SpeakerNode { node: CP.into(), excluded: true }, SpeakerNode { node: WORKER.into(), excluded: false }];
-    rec.step(w, "MetalLB assigns an address", None, |w| {
-        w.lb = LbController::MetalLb(MetalLb::new(speakers));
-        w.add_speaker(0, "speaker-4xk2p");
-        w.add_speaker(1, "speaker-9tq7m");
-        configure_metallb(w, vec![pool()], vec![l2_advertisement()]);
-    });
+    w.lb = LbController::MetalLb(MetalLb::new(speakers));
+    w.add_speaker(0, "speaker-4xk2p");
+    w.add_speaker(1, "speaker-9tq7m");
+    configure_metallb(w, vec![pool()], vec![l2_advertisement()]);
+}
+
+fn metallb(w: &mut World, rec: &mut Recorder, lab: Lab) {
+    rec.step(w, "MetalLB assigns an address", None, install_metallb);
     let mut lines = pool().yaml();
     lines.push("---".into());
     lines.extend(l2_advertisement().yaml());
