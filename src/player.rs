@@ -22,9 +22,19 @@ fn default_id() -> String {
 }
 
 fn build(id: &str, params: &Params) -> Scenario {
-    scenarios::build(id, params)
+    // Timed for the e2e metrics (tests/e2e/metrics.mjs): a `kh-build`
+    // performance measure around the core's work.
+    let perf = web_sys::window().and_then(|w| w.performance());
+    if let Some(p) = &perf {
+        let _ = p.mark("kh-build-start");
+    }
+    let s = scenarios::build(id, params)
         .or_else(|| scenarios::build_default(&default_id()))
-        .unwrap_or_else(|| (scenarios::REGISTRY[0].build)(&Params::default()))
+        .unwrap_or_else(|| (scenarios::REGISTRY[0].build)(&Params::default()));
+    if let Some(p) = &perf {
+        let _ = p.measure_with_start_mark("kh-build", "kh-build-start");
+    }
+    s
 }
 
 #[derive(Clone, Copy)]

@@ -21,6 +21,7 @@
 pub mod api;
 pub mod controllers;
 pub mod dataplane;
+pub mod decimal;
 pub mod dns;
 pub mod golden;
 pub mod hash;
