@@ -30,3 +30,4 @@ pub mod net;
 pub mod scenarios;
 pub mod scene;
 pub mod sim;
+pub mod sort;
