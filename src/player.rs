@@ -21,7 +21,26 @@ fn default_id() -> String {
     scenarios::REGISTRY.first().map_or_else(String::new, |e| e.id.to_string())
 }
 
+thread_local! {
+    /// A scenario built while a link was read (to count its steps), kept
+    /// for the scenario memo, which would otherwise build the same one
+    /// again: start-up builds once, not twice. Taken, never cloned.
+    static PREBUILT: std::cell::RefCell<Option<(String, Params, Scenario)>> = const { std::cell::RefCell::new(None) };
+}
+
 fn build(id: &str, params: &Params) -> Scenario {
+    let kept = PREBUILT.with(|c| {
+        let mut c = c.borrow_mut();
+        let same = c.as_ref().is_some_and(|(i, p, _)| i == id && p == params);
+        if same {
+            c.take().map(|(_, _, s)| s)
+        } else {
+            None
+        }
+    });
+    if let Some(s) = kept {
+        return s;
+    }
     // Timed for the e2e metrics (tests/e2e/metrics.mjs): a `kh-build`
     // performance measure around the core's work.
     let perf = web_sys::window().and_then(|w| w.performance());
@@ -285,7 +304,13 @@ impl Player {
 
     /// Applies a URL hash: `#/<scenario>/<step>[/<hop>][?key=value&…]`.
     pub fn open_link(&self, hash: &str) {
-        let parsed = link::parse(hash);
+        // The link names a scenario and step; counting its steps builds it.
+        let parsed = link::parse_with(hash, scenarios::REGISTRY, |id, p| {
+            let s = build(id, p);
+            let n = s.steps.len();
+            PREBUILT.with(|c| *c.borrow_mut() = Some((id.to_string(), p.clone(), s)));
+            n
+        });
         let l = parsed.link;
         self.scenario_id.set(l.scenario.clone());
         self.params.set(l.params);
