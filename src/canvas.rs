@@ -3,6 +3,7 @@
 //! and the frame the core computed, and the view that frame points at.
 
 use crate::app::Ctx;
+use kubehops_core::decimal::{fixed, trimmed};
 use kubehops_core::scene::{Point, Rect};
 use kubehops_core::sim::{Actor, ActorId, ActorKind, BalancerView, HopKind, Leg, RuleSummary};
 use leptos::prelude::*;
@@ -31,7 +32,14 @@ pub fn hop_info(h: &kubehops_core::sim::Hop) -> (&'static str, &'static str, &'s
 pub const KINDS: [HopKind; 5] = [HopKind::Dns, HopKind::Request, HopKind::Reply, HopKind::ControlPlane, HopKind::Dropped];
 
 fn points(path: &[Point]) -> String {
-    path.iter().map(|p| format!("{:.1},{:.1}", p.x, p.y)).collect::<Vec<_>>().join(" ")
+    path.iter().map(|p| format!("{},{}", fixed(p.x, 1), fixed(p.y, 1))).collect::<Vec<_>>().join(" ")
+}
+
+/// A coordinate or length as SVG attribute text (`112.5`), printed by the
+/// core's integer formatting: `f64`'s own would add its float code to the
+/// wasm.
+fn n(v: f64) -> String {
+    trimmed(v, 2)
 }
 
 #[component]
@@ -48,7 +56,7 @@ pub fn Canvas() -> impl IntoView {
         })
         .unwrap_or_default()
     };
-    let view_box = move || ctx.layout.with(|l| format!("0 0 {} {:.0}", l.width, l.height));
+    let view_box = move || ctx.layout.with(|l| format!("0 0 {} {}", n(l.width), fixed(l.height, 0)));
     // Actors change only with the scenario, not with its parameters.
     let actors = Memo::new(move |_| ctx.with_scenario(|s| s.actors.clone()));
     view! {
@@ -107,8 +115,8 @@ fn Zones() -> impl IntoView {
             let r = c.rect;
             view! {
                 <g class="kh-zone">
-                    <rect x=r.x y=r.y width=r.w height=r.h rx="14"></rect>
-                    <text x=r.x + 12.0 y=r.y + 22.0 class="kh-zone-label">{c.zone.label()}</text>
+                    <rect x=n(r.x) y=n(r.y) width=n(r.w) height=n(r.h) rx="14"></rect>
+                    <text x=n(r.x + 12.0) y=n(r.y + 22.0) class="kh-zone-label">{c.zone.label()}</text>
                 </g>
             }
         })
@@ -171,15 +179,15 @@ fn Component(actor: Actor) -> impl IntoView {
     let sub = if (two && r.h < 76.0) || !fits(&actor.sublabel) { String::new() } else { actor.sublabel.clone() };
     let sub_y = if two { r.y + 66.0 } else { r.y + 46.0 };
     let cx = r.x + r.w / 2.0;
-    let kind = format!("{:?}", actor.kind).to_lowercase();
+    let kind = actor.kind.css_name();
     view! {
         <g class=format!("kh-actor kh-kind-{kind}") class:active=move || is_active(ctx, id) data-actor=actor.short.clone()>
             <title>{actor.label.clone()}</title>
-            <rect x=r.x y=r.y width=r.w height=r.h rx="10"></rect>
-            <text x=cx y=r.y + 25.0 class="kh-label" text-anchor="middle">{line1}</text>
-            {line2.map(|l| view! { <text x=cx y=r.y + 46.0 class="kh-label" text-anchor="middle">{l}</text> })}
-            {(!sub.is_empty()).then(|| view! { <text x=cx y=sub_y class="kh-mono" text-anchor="middle">{sub.clone()}</text> })}
-            {(!role.is_empty() && r.h >= 80.0).then(|| view! { <text x=cx y=r.bottom() - 12.0 class="kh-muted" text-anchor="middle">{role}</text> })}
+            <rect x=n(r.x) y=n(r.y) width=n(r.w) height=n(r.h) rx="10"></rect>
+            <text x=n(cx) y=n(r.y + 25.0) class="kh-label" text-anchor="middle">{line1}</text>
+            {line2.map(|l| view! { <text x=n(cx) y=n(r.y + 46.0) class="kh-label" text-anchor="middle">{l}</text> })}
+            {(!sub.is_empty()).then(|| view! { <text x=n(cx) y=n(sub_y) class="kh-mono" text-anchor="middle">{sub.clone()}</text> })}
+            {(!role.is_empty() && r.h >= 80.0).then(|| view! { <text x=n(cx) y=n(r.bottom() - 12.0) class="kh-muted" text-anchor="middle">{role}</text> })}
         </g>
     }
 }
@@ -201,16 +209,16 @@ fn Balancer(actor: Actor) -> impl IntoView {
             class:provisioning=move || state.get() == BalancerView::Provisioning
             class:active=move || is_active(ctx, id)
         >
-            <rect x=r.x y=r.y width=r.w height=r.h rx="10"></rect>
-            <text x=cx y=r.y + 26.0 class="kh-label" text-anchor="middle">{actor.short.clone()}</text>
-            <text x=cx y=r.y + 50.0 class="kh-mono" text-anchor="middle">
+            <rect x=n(r.x) y=n(r.y) width=n(r.w) height=n(r.h) rx="10"></rect>
+            <text x=n(cx) y=n(r.y + 26.0) class="kh-label" text-anchor="middle">{actor.short.clone()}</text>
+            <text x=n(cx) y=n(r.y + 50.0) class="kh-mono" text-anchor="middle">
                 {move || match state.get() {
                     BalancerView::Absent => "none yet".to_string(),
                     BalancerView::Provisioning => "provisioning…".to_string(),
                     BalancerView::Active { ip } => ip.to_string(),
                 }}
             </text>
-            <text x=cx y=r.bottom() - 12.0 class="kh-muted" text-anchor="middle">
+            <text x=n(cx) y=n(r.bottom() - 12.0) class="kh-muted" text-anchor="middle">
                 {move || match state.get() {
                     BalancerView::Absent => "for type: LoadBalancer",
                     BalancerView::Provisioning => "IP <pending>",
@@ -272,18 +280,18 @@ fn NodeCard(node: Actor) -> impl IntoView {
     let lines_fit = ((panel.h - 30.0) / 21.0).floor().max(1.0) as usize;
     view! {
         <g class="kh-node" class:active=move || is_active(ctx, id) data-node=node.short.clone()>
-            <rect class="kh-node-card" x=c.x y=c.y width=c.w height=c.h rx="12"></rect>
-            <text x=c.x + 14.0 y=c.y + 25.0 class="kh-node-name">{node.short.clone()}</text>
-            <text x=c.right() - 14.0 y=c.y + 25.0 class="kh-mono" text-anchor="end">{node.sublabel.clone()}</text>
+            <rect class="kh-node-card" x=n(c.x) y=n(c.y) width=n(c.w) height=n(c.h) rx="12"></rect>
+            <text x=n(c.x + 14.0) y=n(c.y + 25.0) class="kh-node-name">{node.short.clone()}</text>
+            <text x=n(c.right() - 14.0) y=n(c.y + 25.0) class="kh-mono" text-anchor="end">{node.sublabel.clone()}</text>
             <g class="kh-proxy" class:updated=updated>
-                <rect x=panel.x y=panel.y width=panel.w height=panel.h rx="8"></rect>
-                <text x=panel.x + 10.0 y=panel.y + 19.0 class="kh-panel-title">"kube-proxy · iptables"</text>
+                <rect x=n(panel.x) y=n(panel.y) width=n(panel.w) height=n(panel.h) rx="8"></rect>
+                <text x=n(panel.x + 10.0) y=n(panel.y + 19.0) class="kh-panel-title">"kube-proxy · iptables"</text>
                 {move || {
                     let rs = rules.get();
                     if rs.is_empty() {
                         let svc = service.get();
                         let text = if svc.is_empty() { "no rules".to_string() } else { format!("no rules for {svc}") };
-                        return view! { <text x=panel.x + 10.0 y=panel.y + 44.0 class="kh-muted">{text}</text> }.into_any();
+                        return view! { <text x=n(panel.x + 10.0) y=n(panel.y + 44.0) class="kh-muted">{text}</text> }.into_any();
                     }
                     rs.into_iter()
                         .take(lines_fit)
@@ -292,8 +300,8 @@ fn NodeCard(node: Actor) -> impl IntoView {
                             let y = panel.y + 28.0 + i as f64 * 21.0;
                             view! {
                                 <g class="kh-rule" class:hit=hit>
-                                    <rect x=panel.x + 4.0 y=y width=panel.w - 8.0 height="20" rx="4"></rect>
-                                    <text x=panel.x + 10.0 y=y + 15.0 class="kh-rule-text">{if hit { format!("▶ {t}") } else { t }}</text>
+                                    <rect x=n(panel.x + 4.0) y=n(y) width=n(panel.w - 8.0) height="20" rx="4"></rect>
+                                    <text x=n(panel.x + 10.0) y=n(y + 15.0) class="kh-rule-text">{if hit { format!("▶ {t}") } else { t }}</text>
                                 </g>
                             }
                         })
@@ -303,8 +311,8 @@ fn NodeCard(node: Actor) -> impl IntoView {
             </g>
             {empty.then(|| view! {
                 <g class="kh-pod empty">
-                    <rect x=area.x y=area.y width=area.w height=area.h rx="8"></rect>
-                    <text x=area.x + area.w / 2.0 y=area.y + area.h / 2.0 + 5.0 class="kh-muted" text-anchor="middle">{no_pods}</text>
+                    <rect x=n(area.x) y=n(area.y) width=n(area.w) height=n(area.h) rx="8"></rect>
+                    <text x=n(area.x + area.w / 2.0) y=n(area.y + area.h / 2.0 + 5.0) class="kh-muted" text-anchor="middle">{no_pods}</text>
                 </g>
             })}
             {pods.into_iter().map(|p| view! { <PodBox pod=p/> }).collect_view()}
@@ -328,10 +336,10 @@ fn PodBox(pod: Actor) -> impl IntoView {
     view! {
         <g class="kh-pod" class:active=move || is_active(ctx, id) class:notready=move || !ready.get() class:coredns=dns data-pod=pod.short.clone()>
             <title>{format!("Pod {}", pod.label)}</title>
-            <rect x=r.x y=r.y width=r.w height=r.h rx="8"></rect>
-            <text x=cx y=r.y + 21.0 class="kh-label" text-anchor="middle">{label}</text>
-            <text x=cx y=r.y + 41.0 class="kh-mono" text-anchor="middle">{fit(&pod.sublabel, r.w)}</text>
-            <text x=cx y=r.y + 60.0 class="kh-ready" text-anchor="middle">
+            <rect x=n(r.x) y=n(r.y) width=n(r.w) height=n(r.h) rx="8"></rect>
+            <text x=n(cx) y=n(r.y + 21.0) class="kh-label" text-anchor="middle">{label}</text>
+            <text x=n(cx) y=n(r.y + 41.0) class="kh-mono" text-anchor="middle">{fit(&pod.sublabel, r.w)}</text>
+            <text x=n(cx) y=n(r.y + 60.0) class="kh-ready" text-anchor="middle">
                 {move || match (ready.get(), dns) {
                     (true, true) => "✓ Ready · kube-dns",
                     (true, false) => "✓ Ready",
@@ -420,11 +428,11 @@ fn Token() -> impl IntoView {
                     class=format!("kh-token kh-{class}")
                     class:whatif=what_if
                     data-testid="packet"
-                    data-x=format!("{:.1}", p.x)
-                    data-y=format!("{:.1}", p.y)
-                    transform=format!("translate({:.1} {:.1})", p.x, p.y)
+                    data-x=fixed(p.x, 1)
+                    data-y=fixed(p.y, 1)
+                    transform=format!("translate({} {})", fixed(p.x, 1), fixed(p.y, 1))
                 >
-                    <rect x=-w / 2.0 y="-13" width=w height="26" rx="13"></rect>
+                    <rect x=n(-w / 2.0) y="-13" width=n(w) height="26" rx="13"></rect>
                     <text y="5" text-anchor="middle">{label}</text>
                 </g>
             }

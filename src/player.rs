@@ -22,12 +22,41 @@ fn default_id() -> String {
     scenarios::REGISTRY.first().map_or_else(String::new, |e| e.id.to_string())
 }
 
+thread_local! {
+    /// A scenario built while a link was read (to count its steps), kept
+    /// for the scenario memo, which would otherwise build the same one
+    /// again: start-up builds once, not twice. Taken, never cloned.
+    static PREBUILT: std::cell::RefCell<Option<(String, Params, Built)>> = const { std::cell::RefCell::new(None) };
+}
+
 /// The scenario for (id, parameters), with a typed Service read by the
 /// same reader as the CLI's: `None` in `scenario` when it was refused.
 fn build(id: &str, params: &Params) -> Built {
-    edit::build(id, params)
+    let kept = PREBUILT.with(|c| {
+        let mut c = c.borrow_mut();
+        let same = c.as_ref().is_some_and(|(i, p, _)| i == id && p == params);
+        if same {
+            c.take().map(|(_, _, s)| s)
+        } else {
+            None
+        }
+    });
+    if let Some(s) = kept {
+        return s;
+    }
+    // Timed for the e2e metrics (tests/e2e/metrics.mjs): a `kh-build`
+    // performance measure around the core's work.
+    let perf = web_sys::window().and_then(|w| w.performance());
+    if let Some(p) = &perf {
+        let _ = p.mark("kh-build-start");
+    }
+    let b = edit::build(id, params)
         .or_else(|| edit::build(&default_id(), &Params::default()))
-        .unwrap_or_else(|| Built { scenario: Some((scenarios::REGISTRY[0].build)(&Params::default())), refusal: None })
+        .unwrap_or_else(|| Built { scenario: Some((scenarios::REGISTRY[0].build)(&Params::default())), refusal: None });
+    if let Some(p) = &perf {
+        let _ = p.measure_with_start_mark("kh-build", "kh-build-start");
+    }
+    b
 }
 
 /// The scenario's own, when a typed Service was refused and nothing was
@@ -315,7 +344,14 @@ impl Player {
 
     /// Applies a URL hash: `#/<scenario>/<step>[/<hop>][?key=value&…]`.
     pub fn open_link(&self, hash: &str) {
-        let parsed = link::parse(hash);
+        // The link names a scenario and step; counting its steps builds it.
+        let parsed = link::parse_with(hash, scenarios::REGISTRY, |id, p| {
+            let b = build(id, p);
+            // A refused typed Service shows the scenario's own steps.
+            let n = b.scenario.as_ref().map_or_else(|| without_edit(id, p).steps.len(), |s| s.steps.len());
+            PREBUILT.with(|c| *c.borrow_mut() = Some((id.to_string(), p.clone(), b)));
+            n
+        });
         let l = parsed.link;
         self.scenario_id.set(l.scenario.clone());
         self.params.set(l.params);

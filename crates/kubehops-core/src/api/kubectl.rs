@@ -68,7 +68,7 @@ pub fn get_svc(services: &[Service], namespaces: Namespaces<'_>, now: i64, wide:
         };
         return GetOutput { stdout: String::new(), stderr };
     }
-    chosen.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    crate::sort::by(&mut chosen, |a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     let all = namespaces == Namespaces::All;
     let mut header = Vec::new();
     if all {
@@ -157,7 +157,7 @@ fn external_ip(svc: &Service, wide: bool) -> String {
             // kubectl lists each entry's IP, or its hostname when it has none.
             let mut ips: Vec<String> =
                 svc.status.load_balancer_ingress.iter().filter_map(|i| i.ip.map(|a| a.to_string()).or_else(|| i.hostname.clone())).collect();
-            ips.sort();
+            crate::sort::natural(&mut ips);
             ips.dedup();
             let mut s = ips.join(",");
             if !wide && s.len() > 16 {
@@ -218,7 +218,7 @@ pub fn endpoints_table(services: &[(&Service, Option<&crate::api::EndpointSlice>
 fn endpoints_cell(slice: Option<&crate::api::EndpointSlice>) -> String {
     let Some(slice) = slice.filter(|s| !s.endpoints.is_empty()) else { return "<none>".into() };
     let mut ready: Vec<std::net::Ipv4Addr> = slice.endpoints.iter().filter(|e| e.ready).map(|e| e.ip).collect();
-    ready.sort();
+    crate::sort::natural(&mut ready);
     const MAX: usize = 3;
     let (mut list, mut count) = (Vec::new(), 0);
     for port in &slice.ports {

@@ -371,7 +371,7 @@ impl ApiServer {
             .filter(|p| p.namespace == svc.namespace)
             .filter(|p| svc.spec.selector.iter().all(|(k, v)| p.labels.get(k) == Some(v)))
             .collect();
-        pods.sort_by_key(|p| p.ip);
+        crate::sort::by_key(&mut pods, |p| p.ip);
         let suffix = &crate::hash::sha256_base32(svc.name.as_bytes())[..5].to_ascii_lowercase();
         Some(EndpointSlice {
             name: format!("{}-{}", svc.name, suffix),

@@ -284,7 +284,7 @@ fn allocated<'a>(held: impl Iterator<Item = &'a PortBinding>, p: &PortBinding) -
 /// range), the others are listed after them as they are.
 pub fn displayable_ports(ports: &[PortBinding]) -> String {
     let mut sorted = ports.to_vec();
-    sorted.sort_by_key(|p| (p.container_port, p.host_ip, p.host_port, p.proto.lower()));
+    crate::sort::by_key(&mut sorted, |p| (p.container_port, p.host_ip, p.host_port, p.proto.lower()));
     // (address, protocol) → runs of ports, in the order the keys appear.
     type Runs = Vec<(u16, u16)>;
     let mut groups: Vec<((Ipv4Addr, Protocol), Runs)> = Vec::new();

@@ -198,7 +198,7 @@ impl Rule {
                     let _ = write!(s, "{} -o {name}", neg(*negate));
                 }
                 Match::Probability(p) => {
-                    let _ = write!(s, " -m statistic --mode random --probability {p:.10}");
+                    let _ = write!(s, " -m statistic --mode random --probability {}", crate::decimal::fixed(*p, 10));
                 }
                 Match::RecentSet { name } => {
                     let _ = write!(s, " -m recent --name {name} --set");
@@ -280,7 +280,7 @@ impl Rule {
                     }
                 }
                 Match::Probability(p) => {
-                    let _ = write!(s, " -m statistic --mode random --probability {:.11}", kernel_probability(*p));
+                    let _ = write!(s, " -m statistic --mode random --probability {}", crate::decimal::fixed(kernel_probability(*p), 11));
                 }
                 Match::RecentSet { name } => {
                     let _ = write!(s, " -m recent --set --name {name} --mask 255.255.255.255 --rsource");
@@ -349,7 +349,9 @@ fn neg(n: bool) -> &'static str {
 /// by 0x80000000 with `%.11f`. So 1/3 comes back as 0.33333333349.
 pub fn kernel_probability(p: f64) -> f64 {
     const SCALE: f64 = 2_147_483_648.0; // 0x80000000
-    let written: f64 = format!("{p:.10}").parse().unwrap_or(p);
+    // The ten decimals kube-proxy writes, read back: an integer count of
+    // 1e-10 divided by 1e10 is the nearest f64, as parsing the text gives.
+    let written = if p.is_finite() { crate::decimal::scaled(p, 10) as f64 / 1e10 * p.signum() } else { p };
     // f64::round rounds halves away from zero, as C's lround does.
     (written * SCALE).round().clamp(0.0, u32::MAX as f64) / SCALE
 }
@@ -589,6 +591,12 @@ mod tests {
         assert_eq!(back(6.0), "0.16666666651");
         // Rounded, not truncated: 0x80000000/3 = 715827882.67 is kept as 715827883.
         assert_eq!(kernel_probability(1.0 / 3.0) * 2_147_483_648.0, 715_827_883.0);
+        // The ten decimals are read back as parsing the written text would.
+        for n in 1..=3000 {
+            let p = 1.0 / n as f64;
+            let parsed: f64 = format!("{p:.10}").parse().unwrap();
+            assert_eq!(kernel_probability(p), (parsed * 2_147_483_648.0).round() / 2_147_483_648.0, "1/{n}");
+        }
         let r = |c: &str| Rule::new(vec![Match::Comment(c.into())], Target::Drop).render_kernel("C");
         assert_eq!(r("a"), "-A C -m comment --comment a -j DROP");
         assert_eq!(r("a_b-9"), "-A C -m comment --comment a_b-9 -j DROP");

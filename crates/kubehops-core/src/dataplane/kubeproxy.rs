@@ -319,7 +319,7 @@ fn proxy_view(r: &ObjectRef, (services, slices): (&[Service], &[EndpointSlice]),
             }
         }
     }
-    eps.sort();
+    crate::sort::natural(&mut eps);
     eps.dedup();
     (svc, eps)
 }
@@ -647,7 +647,7 @@ fn port_endpoints(slices: &[&EndpointSlice], port: &ServicePort, hostname: &str)
             }
         }
     }
-    eps.sort_by_cached_key(|e| e.addr.to_string());
+    crate::sort::by_key(&mut eps, |e| e.addr.to_string());
     eps
 }
 

@@ -238,7 +238,7 @@ fn draws_for(among: &[Ipv4Addr], want: Ipv4Addr) -> Vec<f64> {
 /// The ready booking endpoints, as the rules list them (by address).
 fn booking_endpoints(w: &World) -> Vec<Ipv4Addr> {
     let mut a: Vec<Ipv4Addr> = w.api.pods.iter().filter(|p| p.namespace == NS && p.labels.get("app").is_some_and(|v| v == "booking") && p.ready).map(|p| p.ip).collect();
-    a.sort();
+    crate::sort::natural(&mut a);
     a
 }
 

@@ -234,7 +234,7 @@ impl Layout {
         let col = &self.columns[c];
         let mut edges = vec![col.rect.y + ZONE_LABEL - 6.0];
         let mut rects: Vec<Rect> = col.actors.iter().filter_map(|a| self.rect(*a)).collect();
-        rects.sort_by(|a, b| a.y.total_cmp(&b.y));
+        crate::sort::by(&mut rects, |a, b| a.y.total_cmp(&b.y));
         let mut gaps = Vec::new();
         for r in &rects {
             let top = *edges.last().unwrap_or(&col.rect.y);

@@ -56,6 +56,40 @@ impl ActorKind {
     pub fn is_pod(self) -> bool {
         matches!(self, ActorKind::Pod | ActorKind::CoreDns | ActorKind::Speaker | ActorKind::Gateway)
     }
+
+    /// Every kind, in declaration order.
+    pub const ALL: [ActorKind; 11] = [
+        ActorKind::Laptop,
+        ActorKind::OutsideHost,
+        ActorKind::Resolver,
+        ActorKind::LoadBalancer,
+        ActorKind::ApiServer,
+        ActorKind::Controller,
+        ActorKind::Node,
+        ActorKind::Pod,
+        ActorKind::CoreDns,
+        ActorKind::Speaker,
+        ActorKind::Gateway,
+    ];
+
+    /// The kind's name in lower case (`coredns`), for the app's CSS
+    /// classes. Spelled out: formatting the `Debug` name would add to the
+    /// wasm.
+    pub fn css_name(self) -> &'static str {
+        match self {
+            ActorKind::Laptop => "laptop",
+            ActorKind::OutsideHost => "outsidehost",
+            ActorKind::Resolver => "resolver",
+            ActorKind::LoadBalancer => "loadbalancer",
+            ActorKind::ApiServer => "apiserver",
+            ActorKind::Controller => "controller",
+            ActorKind::Node => "node",
+            ActorKind::Pod => "pod",
+            ActorKind::CoreDns => "coredns",
+            ActorKind::Speaker => "speaker",
+            ActorKind::Gateway => "gateway",
+        }
+    }
 }
 
 /// Where an actor is drawn: outside the cluster, in its control plane, or
@@ -220,5 +254,14 @@ mod tests {
         assert_eq!(a.with_ip(ip(10, 244, 1, 5)), Some(pod));
         assert_eq!(a.with_ip(ip(10, 244, 1, 50)), None, "addresses are compared whole, not as text prefixes");
         assert_eq!(a.short(ActorId(99)), "?");
+    }
+
+    #[test]
+    fn css_names_are_the_lower_case_variant_names_and_distinct() {
+        for k in ActorKind::ALL {
+            assert_eq!(k.css_name(), format!("{k:?}").to_lowercase());
+        }
+        let names: std::collections::BTreeSet<_> = ActorKind::ALL.iter().map(|k| k.css_name()).collect();
+        assert_eq!(names.len(), ActorKind::ALL.len());
     }
 }

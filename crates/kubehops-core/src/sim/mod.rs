@@ -326,7 +326,7 @@ impl World {
     /// The Services of a namespace by name, each with when it was created.
     fn services_in(&self, namespace: &str) -> Vec<(&Service, u64)> {
         let mut found: Vec<(&Service, u64)> = self.api.services().filter(|s| s.namespace == namespace).map(|s| (s, *self.created.get(&s.object_ref()).unwrap_or(&0))).collect();
-        found.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+        crate::sort::by(&mut found, |a, b| a.0.name.cmp(&b.0.name));
         found
     }
 
