@@ -14,7 +14,9 @@
 //! - [`sim`]: the cluster in motion, moving messages and packets hop by hop;
 //! - [`scenarios`]: the stories told by running the simulator, as data;
 //! - [`scene`]: where things are drawn and where a packet is at a moment;
-//! - [`link`]: the URL that opens any state.
+//! - [`link`]: the URL that opens any state;
+//! - [`embed`]: how it is shown (embedded, themed, presented) and the
+//!   messages it exchanges with a host page and a presenter view.
 //!
 //! Nothing here depends on a browser: every type is plain data with serde.
 
@@ -22,6 +24,7 @@ pub mod api;
 pub mod controllers;
 pub mod dataplane;
 pub mod dns;
+pub mod embed;
 pub mod golden;
 pub mod hash;
 pub mod link;
