@@ -241,6 +241,18 @@ impl Display {
         self.origins.iter().any(|o| o.0 == origin)
     }
 
+    /// The options of the page an "Embed" button offers: embedded, in the
+    /// same theme, with nothing else of this page's (no autoplay, no
+    /// origins, not the notes).
+    pub fn for_embed(&self) -> Display {
+        Display { embed: true, theme: self.theme, ..Display::default() }
+    }
+
+    /// The options of the presenter view opened from this page.
+    pub fn for_notes(&self) -> Display {
+        Display { notes: true, theme: self.theme, ..Display::default() }
+    }
+
     /// Whether to start playing: only when asked, and never for a reader
     /// who prefers reduced motion.
     pub fn should_autoplay(&self, reduced_motion: bool) -> bool {
@@ -398,6 +410,16 @@ mod tests {
         assert!(!d.should_autoplay(true));
         d.notes = true;
         assert!(!d.should_autoplay(false), "the presenter view never plays");
+    }
+
+    #[test]
+    fn embed_and_notes_options_derive_from_the_page() {
+        let mut d = Display::default();
+        d.read("origins", "https://a.example").unwrap().unwrap();
+        d.autoplay = true;
+        d.theme = Theme::Dark;
+        assert_eq!(d.for_embed(), Display { embed: true, theme: Theme::Dark, ..Display::default() });
+        assert_eq!(d.for_notes(), Display { notes: true, theme: Theme::Dark, ..Display::default() });
     }
 
     #[test]

@@ -3,15 +3,20 @@
 //! from what the main window drew), and the messages on the windows'
 //! `BroadcastChannel` that keep the two in step.
 //!
-//! Both windows send `{type: "kubehops:sync", version: 1, link, done}`:
-//! the link hash of the state they show (scenario, step, hop at rest,
-//! parameters) and the hops finished. The main window sends it whenever
-//! its state changes; the presenter view when its presenter steps. A
-//! window that receives a state it does not show opens it, with its own
-//! display options. `{type: "kubehops:hello", version: 1}` asks the main
-//! window for its state.
+//! Both windows send `{type: "kubehops:sync", version: 1, from, link, done}`:
+//! who sends it (`"main"` or `"notes"`), the link hash of the state it
+//! shows (scenario, step, hop at rest, parameters) and the hops finished.
+//! The main window sends it whenever its state changes; the presenter
+//! view when its presenter steps. A main window acts only on the notes'
+//! messages and the notes only on a main window's, so two main windows
+//! never drive each other. A window that receives a state it does not
+//! show opens it, keeping its own display options ([`adopt`]).
+//! `{type: "kubehops:hello", version: 1}` asks the main window for its
+//! state.
 
 use super::protocol::Data;
+use super::Display;
+use crate::link;
 use crate::scenarios::Scenario;
 use crate::sim::{HopKind, Leg};
 
@@ -102,7 +107,7 @@ pub fn notes(s: &Scenario, step: usize, progress: f64) -> Notes {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Sync {
     Hello,
-    State { link: String, done: usize },
+    State { from_notes: bool, link: String, done: usize },
 }
 
 impl Sync {
@@ -115,11 +120,16 @@ impl Sync {
         let keys: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
         match get("type") {
             Some(Data::Text(t)) if t == "kubehops:hello" && keys.len() == 2 => Some(Sync::Hello),
-            Some(Data::Text(t)) if t == "kubehops:sync" && keys.len() == 4 => {
+            Some(Data::Text(t)) if t == "kubehops:sync" && keys.len() == 5 => {
+                let from_notes = match get("from") {
+                    Some(Data::Text(f)) if f == "notes" => true,
+                    Some(Data::Text(f)) if f == "main" => false,
+                    _ => return None,
+                };
                 let Some(Data::Text(link)) = get("link") else { return None };
                 let Some(Data::Num(n)) = get("done") else { return None };
                 (link.starts_with("#/") && link.len() <= 2048 && n.is_finite() && n.fract() == 0.0 && *n >= 0.0 && *n <= 10_000.0)
-                    .then(|| Sync::State { link: link.clone(), done: *n as usize })
+                    .then(|| Sync::State { from_notes, link: link.clone(), done: *n as usize })
             }
             _ => None,
         }
@@ -129,8 +139,36 @@ impl Sync {
         let head = |t: &str| vec![("type".to_string(), Data::Text(t.into())), ("version".to_string(), Data::Num(1.0))];
         Data::Map(match self {
             Sync::Hello => head("kubehops:hello"),
-            Sync::State { link, done } => [head("kubehops:sync"), vec![("link".into(), Data::Text(link.clone())), ("done".into(), Data::Num(*done as f64))]].concat(),
+            Sync::State { from_notes, link, done } => [
+                head("kubehops:sync"),
+                vec![
+                    ("from".into(), Data::Text(if *from_notes { "notes" } else { "main" }.into())),
+                    ("link".into(), Data::Text(link.clone())),
+                    ("done".into(), Data::Num(*done as f64)),
+                ],
+            ]
+            .concat(),
         })
+    }
+}
+
+/// The state another window sent, as this window's link: its scenario,
+/// step, hop and parameters, with this window's display options.
+pub fn adopt(received: &str, own: &Display) -> String {
+    let mut l = link::parse(received).link;
+    l.display = own.clone();
+    link::format(&l)
+}
+
+/// The smallest font size, in the drawing's units, that shows as
+/// `target_px` CSS pixels when a `view_w` × `view_h` drawing is fitted
+/// (`meet`) into a `box_w` × `box_h` box. A box of no size asks nothing.
+pub fn min_canvas_font(box_w: f64, box_h: f64, view_w: f64, view_h: f64, target_px: f64) -> f64 {
+    let scale = (box_w / view_w).min(box_h / view_h);
+    if scale.is_finite() && scale > 0.0 {
+        target_px / scale
+    } else {
+        0.0
     }
 }
 
@@ -168,19 +206,42 @@ mod tests {
 
     #[test]
     fn sync_messages_round_trip_and_odd_ones_are_ignored() {
-        for m in [Sync::Hello, Sync::State { link: "#/service-types/2/end?tab=nodeport".into(), done: 3 }] {
+        for m in [Sync::Hello, Sync::State { from_notes: true, link: "#/service-types/2/end?tab=nodeport".into(), done: 3 }, Sync::State { from_notes: false, link: "#/a".into(), done: 0 }] {
             assert_eq!(Sync::parse(&m.data()), Some(m));
         }
         let t = |s: &str| Data::Text(s.into());
         for bad in [
             Data::Null,
-            Data::Map(vec![("type".into(), t("kubehops:sync")), ("version".into(), Data::Num(1.0)), ("link".into(), t("https://evil.example/")), ("done".into(), Data::Num(1.0))]),
-            Data::Map(vec![("type".into(), t("kubehops:sync")), ("version".into(), Data::Num(1.0)), ("link".into(), t("#/a")), ("done".into(), Data::Num(-1.0))]),
-            Data::Map(vec![("type".into(), t("kubehops:sync")), ("version".into(), Data::Num(2.0)), ("link".into(), t("#/a")), ("done".into(), Data::Num(1.0))]),
+            Data::Map(vec![("type".into(), t("kubehops:sync")), ("version".into(), Data::Num(1.0)), ("from".into(), t("main")), ("link".into(), t("https://evil.example/")), ("done".into(), Data::Num(1.0))]),
+            Data::Map(vec![("type".into(), t("kubehops:sync")), ("version".into(), Data::Num(1.0)), ("from".into(), t("main")), ("link".into(), t("#/a")), ("done".into(), Data::Num(-1.0))]),
+            Data::Map(vec![("type".into(), t("kubehops:sync")), ("version".into(), Data::Num(2.0)), ("from".into(), t("main")), ("link".into(), t("#/a")), ("done".into(), Data::Num(1.0))]),
+            Data::Map(vec![("type".into(), t("kubehops:sync")), ("version".into(), Data::Num(1.0)), ("from".into(), t("other")), ("link".into(), t("#/a")), ("done".into(), Data::Num(1.0))]),
+            Data::Map(vec![("type".into(), t("kubehops:sync")), ("version".into(), Data::Num(1.0)), ("link".into(), t("#/a")), ("done".into(), Data::Num(1.0))]),
             Data::Map(vec![("type".into(), t("kubehops:hello")), ("version".into(), Data::Num(1.0)), ("x".into(), Data::Null)]),
         ] {
             assert_eq!(Sync::parse(&bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_received_state_keeps_the_own_display() {
+        let main = Display::default();
+        let notes = Display { notes: true, theme: super::super::Theme::Dark, ..Display::default() };
+        let got = link::parse(&adopt("#/service-types/3/end?tab=nodeport&notes=1&theme=dark", &main)).link;
+        let sent = link::parse("#/service-types/3/end?tab=nodeport").link;
+        assert_eq!(got, sent, "same state, the main window's display");
+        assert_eq!(adopt("#/nodeport-loadbalancer/2", &notes), "#/nodeport-loadbalancer/2?theme=dark&notes=1");
+        assert_eq!(adopt("garbage", &main), "#/nodeport-loadbalancer/1");
+    }
+
+    #[test]
+    fn the_canvas_font_floor_follows_the_scale() {
+        // 960 × 594 fitted into 1920 × 880: limited by the height (scale 1.48).
+        let f = min_canvas_font(1920.0, 880.0, 960.0, 594.0, 24.0);
+        assert!((f - 24.0 * 594.0 / 880.0).abs() < 1e-9, "{f}");
+        assert_eq!(min_canvas_font(3840.0, 1760.0, 960.0, 594.0, 48.0), f, "4K at twice the size asks the same");
+        assert_eq!(min_canvas_font(0.0, 0.0, 960.0, 594.0, 24.0), 0.0);
+        assert_eq!(min_canvas_font(100.0, 100.0, 0.0, 0.0, 24.0), 0.0);
     }
 
     #[test]
