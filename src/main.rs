@@ -3,9 +3,11 @@
 mod app;
 mod canvas;
 mod controls;
+mod embed;
 mod nodes;
 mod panels;
 mod player;
+mod present;
 
 fn main() {
     leptos::mount::mount_to_body(app::App);
