@@ -277,7 +277,7 @@ fn MiniControls() -> impl IntoView {
         <div class="kh-controls kh-mini" role="group" aria-label="Playback">
             <button type="button" class="kh-btn" aria-label="Previous step" disabled=move || p.step.get() == 0 on:click=move |_| p.previous()>"←"</button>
             <button type="button" class="kh-btn kh-btn-primary" aria-label=label on:click=move |_| p.toggle()>{label}</button>
-            <button type="button" class="kh-btn" aria-label="Next step" disabled=move || p.step.get() + 1 >= p.steps() on:click=move |_| p.next()>"→"</button>
+            <button type="button" class="kh-btn" aria-label="Next step" disabled=move || { p.step.get() + 1 >= p.steps() } on:click=move |_| p.next()>"→"</button>
             <span class="kh-mini-count">{move || format!("Step {} of {}", p.step.get() + 1, p.steps())}</span>
         </div>
     }

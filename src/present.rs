@@ -238,9 +238,14 @@ pub fn NotesPage() -> impl IntoView {
     if let Some(ch) = &ch {
         let on_message = Closure::<dyn Fn(web_sys::MessageEvent)>::new(move |e: web_sys::MessageEvent| {
             if let Some(Sync::State { from_notes: false, link, done }) = to_data(&e.data()).and_then(|d| Sync::parse(&d)) {
-                let mine = presenter::adopt(&link, &p.display.get_untracked());
-                if mine != untrack(|| p.link_hash()) || p.playing.get_untracked() {
-                    p.open_link(&mine);
+                // Rebuild only for another scenario or other parameters; a step is a step.
+                let got = link::parse(&link).link;
+                let same = p.scenario_id.get_untracked() == got.scenario && p.params.with_untracked(|ps| *ps == got.params);
+                if !same {
+                    p.open_link(&presenter::adopt(&link, &p.display.get_untracked()));
+                }
+                if p.step.get_untracked() != got.step {
+                    p.step.set(got.step);
                 }
                 p.playing.set(false);
                 p.progress.set(done as f64);
