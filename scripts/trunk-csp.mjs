@@ -18,7 +18,8 @@ for (const m of [...html.matchAll(inline)]) {
   const body = m[1].trim() + '\n';
   const name = `boot-${createHash('sha256').update(body).digest('hex').slice(0, 16)}.js`;
   await writeFile(join(dir, name), body);
-  html = html.replace(m[0], `<script type="module" src="./${name}"></script>`);
+  const sri = `sha384-${createHash('sha384').update(body).digest('base64')}`;
+  html = html.replace(m[0], `<script type="module" src="./${name}" integrity="${sri}"></script>`);
   moved++;
 }
 // Whatever is left inline would be refused by the policy: say so now.

@@ -405,6 +405,7 @@ const smallestText = (page) => page.evaluate(() => {
 await test('presenter mode at 1920×1080 and 3840×2160: the canvas fills the screen, no canvas text under 24 px, keys step, H, Esc', async () => {
   const { page, errors } = await open('#/nodeport-loadbalancer/2/end', { viewport: { width: 1920, height: 1080 } });
   const before = await smallestText(page);
+  check(before.min < 24, `the measure is blind: ${before.min} px before presenting`);
   await page.getByRole('button', { name: 'Present', exact: true }).click();
   await page.waitForSelector('.kh-presenting');
   await page.waitForTimeout(300);
