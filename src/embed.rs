@@ -319,3 +319,37 @@ pub fn EmbedButton() -> impl IntoView {
         </dialog>
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasm_bindgen_test::*;
+
+    wasm_bindgen_test_configure!(run_in_browser);
+
+    fn js(text: &str) -> JsValue {
+        js_sys::JSON::parse(text).unwrap()
+    }
+
+    #[wasm_bindgen_test]
+    fn a_command_converts_and_is_read() {
+        let d = to_data(&js(r#"{"type":"kubehops:set","version":1,"step":3,"hop":"end","playing":false}"#)).unwrap();
+        let req = protocol::parse(&d).unwrap();
+        assert!(matches!(req.command, Command::Set(ref s) if s.step == Some(3) && s.playing == Some(false)));
+        // And back: what the core writes reads the same.
+        let e = Event::Height(480).data();
+        assert_eq!(to_data(&to_js(&e)), Some(e));
+    }
+
+    #[wasm_bindgen_test]
+    fn big_deep_or_odd_data_is_refused() {
+        let deep = format!("{}1{}", "[".repeat(6), "]".repeat(6));
+        assert_eq!(to_data(&js(&deep)), None);
+        let wide = format!("[{}]", vec!["0"; 40].join(","));
+        assert_eq!(to_data(&js(&wide)), None);
+        assert_eq!(to_data(&js(&format!("\"{}\"", "x".repeat(5000)))), None);
+        let f = js_sys::Function::new_no_args("return 1");
+        assert_eq!(to_data(&f.into()), None);
+        assert_eq!(to_data(&JsValue::UNDEFINED), Some(Data::Null));
+    }
+}
