@@ -142,7 +142,8 @@ fn keep_text_large(player: Player, pr: Present) {
         let target = MIN_TEXT_PX * (screen_h / 1080.0).max(1.0);
         let f = presenter::min_canvas_font(r.width(), r.height(), vw, vh, target);
         // A hair above, so rounding never lands under the floor.
-        let _ = style.set_property("--kh-min-font", &format!("{}px", (f * 100.0).ceil() / 100.0 + 0.01));
+        let c = (f * 100.0).ceil() as u64 + 1;
+        let _ = style.set_property("--kh-min-font", &format!("{}.{:02}px", c / 100, c % 100));
     };
     let a2 = apply.clone();
     let _ = window_event_listener(ev::resize, move |_| a2());

@@ -391,6 +391,21 @@ await test('the Embed button copies the <iframe> for what is on screen, and show
   await page.close();
 });
 
+// Canvas labels whose boxes overlap (tokens aside), as run.mjs checks them.
+const overlapping = (page) => page.evaluate(() => {
+  const boxes = [...document.querySelectorAll('.kh-canvas svg text')]
+    .filter((t) => !t.closest('.kh-token') && t.textContent.trim() && t.getClientRects().length)
+    .map((t) => ({ text: t.textContent.trim(), r: t.getBoundingClientRect() }));
+  const bad = [];
+  for (let i = 0; i < boxes.length; i++) {
+    for (let j = i + 1; j < boxes.length; j++) {
+      const a = boxes[i].r, b = boxes[j].r;
+      if (Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1 && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1) bad.push(`"${boxes[i].text}" / "${boxes[j].text}"`);
+    }
+  }
+  return bad;
+});
+
 // Canvas text in CSS pixels: its font size times the SVG's scale.
 const smallestText = (page) => page.evaluate(() => {
   let min = Infinity, which = '';
@@ -430,18 +445,24 @@ await test('presenter mode at 1920×1080 and 3840×2160: the canvas fills the sc
   await page.screenshot({ path: join(out, 'present-1080-panels.png') });
   await page.keyboard.press('h');
   check(await page.locator('.kh-side').isHidden(), 'H did not hide the panels');
-  // Every scenario, on its longest caption's step, keeps the floor.
-  for (const [id, n] of [['service-types', 3], ['local-lab', 10], ['local-lab', 1]]) {
-    await page.keyboard.press('Escape');
-    await page.goto(`${base}#/${id}/${n}/end`);
-    await page.waitForSelector('.kh-canvas svg .kh-zone');
-    await page.keyboard.press('p');
-    await page.waitForSelector('.kh-presenting');
-    await page.waitForTimeout(300);
-    t = await smallestText(page);
-    check(t.min >= 24, `${id} step ${n}: canvas text at ${t.min.toFixed(1)} px ("${t.which}")`);
-    await page.screenshot({ path: join(out, `present-1080-${id}-${n}.png`) });
+  // Every step of every scenario keeps the floor, and no two labels overlap.
+  const problems = [];
+  for (const [id, n] of [['nodeport-loadbalancer', 5], ['service-types', 3], ['local-lab', 10]]) {
+    for (let k = 1; k <= n; k++) {
+      await page.keyboard.press('Escape');
+      await page.goto(`${base}#/${id}/${k}/end`);
+      await page.waitForSelector('.kh-canvas svg .kh-zone');
+      await page.keyboard.press('p');
+      await page.waitForSelector('.kh-presenting');
+      await page.waitForTimeout(250);
+      t = await smallestText(page);
+      if (!(t.min >= 24)) problems.push(`${id} step ${k}: canvas text at ${t.min.toFixed(1)} px ("${t.which}")`);
+      const bad = await overlapping(page);
+      if (bad.length) problems.push(`${id} step ${k}: overlapping labels ${bad.join(', ')}`);
+      if ([3, 10].includes(k) || id === 'local-lab' && k === 1) await page.screenshot({ path: join(out, `present-1080-${id}-${k}.png`) });
+    }
   }
+  check(problems.length === 0, problems.join('\n'));
   await page.setViewportSize({ width: 3840, height: 2160 });
   await page.waitForTimeout(400);
   f = await fills(3840, 2160);
