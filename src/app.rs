@@ -3,6 +3,8 @@
 
 use crate::canvas::Canvas;
 use crate::controls::{Actions, Controls, Demos, ParamControls, RandomPick, StepIndicator};
+use crate::embed::{EmbedButton, EmbedPage};
+use crate::present::{NotesPage, Present, PresentButtons};
 use crate::nodes::{ConntrackPanel, HostPanels, RulesPanel};
 use crate::panels::{Comparison, Evidence, HopDetail, KubectlPanel, Legend, ManifestPanel, Narration, Notices};
 use crate::player::Player;
@@ -64,7 +66,7 @@ enum Key {
 
 /// Where a key press lands, as far as the shortcuts care.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Target {
+pub(crate) enum Target {
     /// Nothing in particular has focus (the body, or an element that
     /// cannot take focus).
     Page,
@@ -113,7 +115,7 @@ impl Key {
 }
 
 impl Target {
-    fn of(e: &web_sys::KeyboardEvent) -> Target {
+    pub(crate) fn of(e: &web_sys::KeyboardEvent) -> Target {
         use wasm_bindgen::JsCast;
         let Some(el) = e.target().and_then(|t| t.dyn_into::<web_sys::Element>().ok()) else { return Target::Page };
         let tag = el.tag_name().to_ascii_lowercase();
@@ -143,9 +145,22 @@ pub fn App() -> impl IntoView {
     let ctx = provide_ctx(player);
     sync_link(player);
     sync_title(player);
+    crate::embed::apply_display(player);
+    crate::embed::start(player);
+    let display = player.display.get_untracked();
+    if display.notes {
+        // The presenter view shows the main window's state; it has no clock.
+        return view! { <NotesPage/> }.into_any();
+    }
     drive_clock(player);
     listen_to_keys(player);
-    view! { <Page frame=ctx.frame/> }
+    crate::present::provide_present(player);
+    if display.embed {
+        crate::embed::connect_host(player);
+        return view! { <EmbedPage/> }.into_any();
+    }
+    crate::present::sync_main(player);
+    view! { <Page frame=ctx.frame/> }.into_any()
 }
 
 fn prefers_reduced_motion() -> bool {
@@ -236,10 +251,13 @@ fn listen_to_keys(player: Player) {
 #[component]
 fn Page(frame: Memo<Frame>) -> impl IntoView {
     let player = expect_context::<Ctx>().player;
+    let present = expect_context::<Present>();
     let title = Memo::new(move |_| player.scenario.with(|s| s.title.clone()));
     view! {
         <div
             class="kh"
+            class:kh-presenting=move || present.on.get()
+            class:kh-panels=move || present.panels.get()
             data-step=move || player.step.get() + 1
             data-progress=move || {
                 // Two decimals, formatted as integers: float formatting would add to the wasm.
@@ -255,6 +273,10 @@ fn Page(frame: Memo<Frame>) -> impl IntoView {
             <div class="kh-titlebar">
                 <h1>{move || title.get()}</h1>
                 <StepIndicator/>
+                <div class="kh-tools" role="group" aria-label="Share and present">
+                    <EmbedButton/>
+                    <PresentButtons/>
+                </div>
             </div>
             <Notices/>
             <ParamControls/>

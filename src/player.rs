@@ -3,6 +3,7 @@
 //! UI keeps; the scenario itself is derived from (id, parameters) by the
 //! core, and everything drawn is derived from it.
 
+use kubehops_core::embed::Display;
 use kubehops_core::link::{self, HopPos, Link};
 use kubehops_core::scenarios::{self, Params, Scenario, Value};
 use kubehops_objects::edit::{self, Built, Refusal};
@@ -90,6 +91,9 @@ pub struct Player {
     pub speed: RwSignal<f64>,
     /// Problems found in the URL, shown once.
     pub notices: RwSignal<Vec<String>>,
+    /// How the page is shown (embedded, theme, …), from the link; kept in
+    /// the link the page writes back.
+    pub display: RwSignal<Display>,
 }
 
 impl Player {
@@ -118,6 +122,7 @@ impl Player {
             reduced_motion: RwSignal::new(reduced_motion),
             speed: RwSignal::new(1.0),
             notices: RwSignal::new(Vec::new()),
+            display: RwSignal::new(Display::default()),
         }
     }
 
@@ -355,6 +360,9 @@ impl Player {
         let l = parsed.link;
         self.scenario_id.set(l.scenario.clone());
         self.params.set(l.params);
+        if self.display.with_untracked(|d| *d != l.display) {
+            self.display.set(l.display);
+        }
         let step = l.step.min(self.n_steps().saturating_sub(1));
         let n = self.n_hops(step);
         let mut problems = parsed.problems;
@@ -396,7 +404,7 @@ impl Player {
             let done = if p.is_finite() { (p.max(0.0).floor() as usize).min(n) } else { 0 };
             Some(if done == n && n > 0 { HopPos::End } else { HopPos::After(done) })
         };
-        link::format(&Link { scenario: id, step, hop, params })
+        link::format(&Link { scenario: id, step, hop, params, display: self.display.get() })
     }
 }
 

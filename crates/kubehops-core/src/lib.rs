@@ -15,7 +15,9 @@
 //! - [`scenarios`]: the stories told by running the simulator, as data;
 //! - [`scene`]: where things are drawn and where a packet is at a moment;
 //! - [`link`]: the URL that opens any state, and [`compact`]: an edited
-//!   manifest packed to travel in it.
+//!   manifest packed to travel in it;
+//! - [`embed`]: how it is shown (embedded, themed, presented) and the
+//!   messages it exchanges with a host page and a presenter view.
 //!
 //! Nothing here depends on a browser: every type is plain data with serde.
 
@@ -25,6 +27,7 @@ pub mod controllers;
 pub mod dataplane;
 pub mod decimal;
 pub mod dns;
+pub mod embed;
 pub mod golden;
 pub mod hash;
 pub mod link;

@@ -5,10 +5,15 @@
 //! parameters ([`crate::scenarios::ParamSpec`]): `?tab=nodeport&client=laptop`,
 //! `?notready=api-2`, `?seed=42`. Parameters at their default are left out.
 //!
+//! Display options ([`crate::embed::Display`]: `embed`, `theme`, `controls`,
+//! `autoplay`, `origins`, `notes`) follow the scenario's parameters in the
+//! same query and are read and written the same way.
+//!
 //! Parsing never fails: what cannot be understood falls back to a default
 //! and is reported in `problems`, so a bad link still opens a working page
 //! and says why it looks different.
 
+use crate::embed::Display;
 use crate::scenarios::{self, Entry, Params};
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +26,9 @@ pub struct Link {
     pub hop: Option<HopPos>,
     /// Every parameter of the scenario, normalized.
     pub params: Params,
+    /// How the page is shown (embedded, theme, controls, …).
+    #[serde(default)]
+    pub display: Display,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,11 +70,11 @@ pub fn parse_with(hash: &str, entries: &[Entry], steps: impl Fn(&str, &Params) -
         },
     };
     let Some(entry) = entry else {
-        return Parsed { link: Link { scenario: String::new(), step: 0, hop: None, params: Params::default() }, problems };
+        return Parsed { link: Link { scenario: String::new(), step: 0, hop: None, params: Params::default(), display: Display::default() }, problems };
     };
     let specs = (entry.params)();
-    let params = parse_query(query, &specs, &mut problems);
-    let mut link = Link { scenario: entry.id.to_string(), step: 0, hop: None, params };
+    let (params, display) = parse_query(query, &specs, &mut problems);
+    let mut link = Link { scenario: entry.id.to_string(), step: 0, hop: None, params, display };
     let count = steps(entry.id, &link.params);
     if let Some(s) = parts.next() {
         match s.parse::<usize>() {
@@ -86,16 +94,24 @@ pub fn parse_with(hash: &str, entries: &[Entry], steps: impl Fn(&str, &Params) -
     Parsed { link, problems }
 }
 
-/// Reads `key=value` pairs against the scenario's parameters; anything
-/// else is reported and ignored, and a bad value leaves its default.
-fn parse_query(query: &str, specs: &[scenarios::ParamSpec], problems: &mut Vec<String>) -> Params {
+/// Reads `key=value` pairs against the display options and the scenario's
+/// parameters; anything else is reported and ignored, and a bad value
+/// leaves its default.
+fn parse_query(query: &str, specs: &[scenarios::ParamSpec], problems: &mut Vec<String>) -> (Params, Display) {
     let mut params = Params::defaults(specs);
+    let mut display = Display::default();
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         if key.is_empty() {
             continue;
         }
         let value = percent_decode(value);
+        if let Some(read) = display.read(key, &value) {
+            if let Err(e) = read {
+                problems.push(e);
+            }
+            continue;
+        }
         match specs.iter().find(|s| s.key == key) {
             None => problems.push(format!("\"{}\" in the link is not understood and was ignored.", short(pair))),
             Some(spec) => match spec.parse(&value) {
@@ -104,7 +120,7 @@ fn parse_query(query: &str, specs: &[scenarios::ParamSpec], problems: &mut Vec<S
             },
         }
     }
-    params
+    (params, display)
 }
 
 /// `%2C` → `,` and the like; a malformed escape is kept as it is.
@@ -135,7 +151,8 @@ pub fn format(link: &Link) -> String {
         Some(HopPos::End) => format!("#/{}/{}/end", link.scenario, link.step + 1),
         Some(HopPos::After(n)) => format!("#/{}/{}/{}", link.scenario, link.step + 1, n),
     };
-    let pairs = scenarios::entry(&link.scenario).map(|e| link.params.link_pairs(&(e.params)())).unwrap_or_default();
+    let mut pairs = scenarios::entry(&link.scenario).map(|e| link.params.link_pairs(&(e.params)())).unwrap_or_default();
+    pairs.extend(link.display.link_pairs().into_iter().map(|(k, v)| (k.to_string(), v)));
     for (i, (k, v)) in pairs.iter().enumerate() {
         h.push(if i == 0 { '?' } else { '&' });
         h.push_str(k);
@@ -168,15 +185,15 @@ mod tests {
     fn round_trips() {
         let np = "nodeport-loadbalancer";
         for l in [
-            Link { scenario: np.into(), step: 2, hop: None, params: params(np) },
-            Link { scenario: np.into(), step: 4, hop: Some(HopPos::End), params: params(np).with("seed", Value::Seed(Some(42))) },
-            Link { scenario: np.into(), step: 0, hop: Some(HopPos::After(3)), params: params(np) },
+            Link { scenario: np.into(), step: 2, hop: None, params: params(np), display: Display::default() },
+            Link { scenario: np.into(), step: 4, hop: Some(HopPos::End), params: params(np).with("seed", Value::Seed(Some(42))), display: Display::default() },
+            Link { scenario: np.into(), step: 0, hop: Some(HopPos::After(3)), params: params(np), display: Display::default() },
         ] {
             let p = parse(&format(&l));
             assert_eq!(p.link, l);
             assert!(p.problems.is_empty(), "{:?}", p.problems);
         }
-        assert_eq!(format(&Link { scenario: np.into(), step: 1, hop: Some(HopPos::End), params: params(np).with("seed", Value::Seed(Some(42))) }), "#/nodeport-loadbalancer/2/end?seed=42");
+        assert_eq!(format(&Link { scenario: np.into(), step: 1, hop: Some(HopPos::End), params: params(np).with("seed", Value::Seed(Some(42))), display: Display::default() }), "#/nodeport-loadbalancer/2/end?seed=42");
     }
 
     #[test]
@@ -205,6 +222,34 @@ mod tests {
         let p = parse("#?&&=&seed=5&x=\u{0}?/9");
         assert_eq!(p.link.params.seed(), Some(5));
         assert!(p.problems.iter().any(|m| m.contains("not understood")), "{:?}", p.problems);
+    }
+
+    #[test]
+    fn display_options_ride_in_the_link() {
+        let p = parse("#/service-types/3/end?tab=nodeport&embed=1&theme=dark&controls=none&autoplay=1&origins=https%3A%2F%2Fdocs.example.com,http://127.0.0.1:9000&notes=1");
+        assert!(p.problems.is_empty(), "{:?}", p.problems);
+        let d = &p.link.display;
+        assert!(d.embed && d.autoplay && d.notes);
+        assert_eq!((d.theme, d.controls), (crate::embed::Theme::Dark, crate::embed::ControlsMode::None));
+        assert!(d.allows("https://docs.example.com") && d.allows("http://127.0.0.1:9000"));
+        assert_eq!(p.link.params.choice("tab"), Some("nodeport"));
+        let again = parse(&format(&p.link));
+        assert_eq!(again.link, p.link);
+        assert!(format(&p.link).ends_with("&embed=1&theme=dark&controls=none&autoplay=1&origins=https://docs.example.com,http://127.0.0.1:9000&notes=1"), "{}", format(&p.link));
+        // Bad values: a notice each, the defaults, and the rest still read.
+        let p = parse("#/nodeport-loadbalancer/2?embed=2&theme=neon&controls=&origins=*&seed=4");
+        assert_eq!(p.problems.len(), 4, "{:?}", p.problems);
+        assert_eq!(p.link.display, Display::default());
+        assert_eq!(p.link.params.seed(), Some(4));
+    }
+
+    #[test]
+    fn no_scenario_parameter_uses_a_display_key() {
+        for e in scenarios::REGISTRY {
+            for spec in (e.params)() {
+                assert!(!crate::embed::KEYS.contains(&spec.key.as_str()), "{} uses {}", e.id, spec.key);
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,30 @@
+// Trunk post-build hook: moves the inline module script Trunk writes into
+// index.html (the wasm loader) into a file of its own, named after a hash
+// of its content, so the page runs under
+//   Content-Security-Policy: default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'
+// without 'unsafe-inline'. Fails the build if any inline script or style
+// is left. Trunk runs it with TRUNK_STAGING_DIR set (Trunk.toml [[hooks]]).
+import { readFile, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+
+const dir = process.env.TRUNK_STAGING_DIR ?? process.argv[2];
+if (!dir) { console.error('trunk-csp: TRUNK_STAGING_DIR is not set'); process.exit(1); }
+const file = join(dir, 'index.html');
+let html = await readFile(file, 'utf8');
+const inline = /<script type="module"\s*>([\s\S]*?)<\/script>/g;
+let moved = 0;
+for (const m of [...html.matchAll(inline)]) {
+  const body = m[1].trim() + '\n';
+  const name = `boot-${createHash('sha256').update(body).digest('hex').slice(0, 16)}.js`;
+  await writeFile(join(dir, name), body);
+  const sri = `sha384-${createHash('sha384').update(body).digest('base64')}`;
+  html = html.replace(m[0], `<script type="module" src="./${name}" integrity="${sri}"></script>`);
+  moved++;
+}
+// Whatever is left inline would be refused by the policy: say so now.
+const left = [...html.matchAll(/<script(?![^>]*\bsrc=)[^>]*>[\s\S]*?<\/script>|<style[\s>]|\sstyle="|\son[a-z]+="/gi)].map((m) => m[0].slice(0, 60));
+const serving = process.env.TRUNK_PROFILE !== 'release' && /autoreload|__trunk/i.test(left.join(' '));
+if (left.length && !serving) { console.error(`trunk-csp: inline code left in index.html: ${left.join(' | ')}`); process.exit(1); }
+await writeFile(file, html);
+console.log(`trunk-csp: moved ${moved} inline script(s) out of index.html`);
