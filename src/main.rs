@@ -3,9 +3,11 @@
 mod app;
 mod canvas;
 mod controls;
+mod export;
 mod nodes;
 mod panels;
 mod player;
+mod read;
 
 fn main() {
     leptos::mount::mount_to_body(app::App);

@@ -17,7 +17,7 @@ pub fn Narration() -> impl IntoView {
     let text = move || ctx.with_step(|st| st.narration.clone()).unwrap_or_default();
     let demo = Memo::new(move |_| ctx.with_scenario(|s| s.demo().map(|d| (d.label.clone(), d.narration.clone()))));
     view! {
-        <section class="kh-card kh-narration" aria-live="polite">
+        <section class="kh-card kh-narration">
             <h2>{heading}</h2>
             {move || demo.get().map(|(label, text)| view! { <p class="kh-demo-note"><strong>{format!("Demo · {label}: ")}</strong>{text}</p> })}
             <p>{text}</p>

@@ -3,7 +3,7 @@
 //! UI keeps; the scenario itself is derived from (id, parameters) by the
 //! core, and everything drawn is derived from it.
 
-use kubehops_core::link::{self, HopPos, Link};
+use kubehops_core::link::{self, HopPos, Link, Mode};
 use kubehops_core::scenarios::{self, Params, Scenario, Value};
 use leptos::prelude::*;
 
@@ -48,6 +48,8 @@ pub struct Player {
     pub speed: RwSignal<f64>,
     /// Problems found in the URL, shown once.
     pub notices: RwSignal<Vec<String>>,
+    /// The animation, or the transcript (`view=transcript`).
+    pub view: RwSignal<Mode>,
 }
 
 impl Player {
@@ -66,6 +68,7 @@ impl Player {
             reduced_motion: RwSignal::new(reduced_motion),
             speed: RwSignal::new(1.0),
             notices: RwSignal::new(Vec::new()),
+            view: RwSignal::new(Mode::Animation),
         }
     }
 
@@ -279,6 +282,7 @@ impl Player {
         let l = parsed.link;
         self.scenario_id.set(l.scenario.clone());
         self.params.set(l.params);
+        self.view.set(l.view);
         let step = l.step.min(self.n_steps().saturating_sub(1));
         let n = self.n_hops(step);
         let mut problems = parsed.problems;
@@ -293,6 +297,8 @@ impl Player {
         }
         self.playing.set(false);
         match l.hop {
+            // The transcript does not play.
+            None if l.view == Mode::Transcript => self.step.set(step),
             None => self.go_to(step),
             Some(pos) => {
                 self.step.set(step);
@@ -320,7 +326,7 @@ impl Player {
             let done = if p.is_finite() { (p.max(0.0).floor() as usize).min(n) } else { 0 };
             Some(if done == n && n > 0 { HopPos::End } else { HopPos::After(done) })
         };
-        link::format(&Link { scenario: id, step, hop, params })
+        link::format(&Link { scenario: id, step, hop, params, view: self.view.get() })
     }
 }
 
