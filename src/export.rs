@@ -111,7 +111,8 @@ fn save(blob: &web_sys::Blob, name: &str) {
         a.set_download(name);
         a.click();
     }
-    let _ = web_sys::Url::revoke_object_url(&url);
+    // Revoked later: some browsers read the URL after the click returns.
+    set_timeout(move || { let _ = web_sys::Url::revoke_object_url(&url); }, std::time::Duration::from_secs(10));
 }
 
 /// Draws the SVG on a canvas at twice its size and saves it as PNG.

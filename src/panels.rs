@@ -254,7 +254,7 @@ pub fn KubectlPanel() -> impl IntoView {
     view! {
         <section class="kh-card">
             <h2>"kubectl"</h2>
-            <pre class="kh-code kh-term" data-testid="kubectl">
+            <pre class="kh-code kh-term" data-testid="kubectl" tabindex="0">
                 <span class="kh-prompt">{move || format!("$ {}\n", table.with(|t| t.command.clone()))}</span>
                 {move || table.with(|t| t.render())}
             </pre>
@@ -381,7 +381,7 @@ pub fn Evidence() -> impl IntoView {
                                             {move || if copied.get() { "Copied" } else { "Copy" }}
                                         </button>
                                     </div>
-                                    <pre class="kh-code kh-term">{out}</pre>
+                                    <pre class="kh-code kh-term" tabindex="0">{out}</pre>
                                 </div>
                             }
                         })

@@ -34,7 +34,7 @@ pub fn provide_reading() -> Reading {
 /// The hash of what is shown, in another mode.
 fn link_in(ctx: Ctx, view: Mode) -> String {
     let (scenario, params) = ctx.with_scenario(|s| (s.id.clone(), s.params.clone()));
-    link::format(&Link { scenario, step: ctx.frame.get().step, hop: None, params, view })
+    link::format(&Link { scenario, step: ctx.player.step.get(), hop: None, params, view })
 }
 
 /// Transcript, Print, Download SVG, Download PNG.
@@ -143,7 +143,8 @@ fn StepSection(st: StepText) -> impl IntoView {
             <h4>"kubectl"</h4>
             {st.terminals.into_iter().map(|t| view! {
                 {t.purpose.map(|p| view! { <p class="kh-note">{p}</p> })}
-                <pre class="kh-code kh-term"><span class="kh-prompt">{format!("$ {}\n", t.command)}</span>{t.output}</pre>
+                // Focusable, so a keyboard can scroll a wide table.
+                <pre class="kh-code kh-term" tabindex="0"><span class="kh-prompt">{format!("$ {}\n", t.command)}</span>{t.output}</pre>
             }).collect_view()}
         </section>
     }
@@ -167,7 +168,8 @@ fn HopItem(h: HopText) -> impl IntoView {
     let class = kind_class(&h);
     view! {
         <li class=format!("kh-thop kh-{class}") data-from=h.from_name.clone() data-to=h.to_name.clone()>
-            <p class="kh-thop-head"><span class="kh-kind">{h.kind_name.clone()}</span>" "{format!("{}.", h.summary)}</p>
+            // The chip repeats the summary's first word in colour; read once.
+            <p class="kh-thop-head"><span class="kh-kind" aria-hidden="true">{h.kind_name.clone()}</span>" "{format!("{}.", h.summary)}</p>
             <p>{h.detail}</p>
             {(!h.rows.is_empty()).then(|| view! {
                 <ul class="kh-trows">

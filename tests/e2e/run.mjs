@@ -115,12 +115,12 @@ await test('controls are real buttons with accessible names', async () => {
 await test('Next step advances the indicator and changes the kubectl output', async () => {
   const { page } = await open();
   check(await currentStep(page) === 1, 'does not start at step 1');
-  check(await page.getAttribute('[aria-label^="Step 1 of 5"]', 'aria-current') === 'step', 'step 1 not marked current');
+  check(await page.getByRole('button', { name: /^Step 1 of 5/ }).getAttribute('aria-current') === 'step', 'step 1 not marked current');
   const before = await kubectl(page);
   check(before.includes('ClusterIP'), `step 1 should start from a ClusterIP Service:\n${before}`);
   await page.getByRole('button', { name: 'Next step' }).click();
   check(await currentStep(page) === 2, 'indicator did not advance');
-  check(await page.getAttribute('[aria-label^="Step 2 of 5"]', 'aria-current') === 'step', 'step 2 not marked current');
+  check(await page.getByRole('button', { name: /^Step 2 of 5/ }).getAttribute('aria-current') === 'step', 'step 2 not marked current');
   const after = await kubectl(page);
   check(after !== before && after.includes('80:31000/TCP'), `kubectl did not change to the NodePort:\n${after}`);
   check(page.url().endsWith('#/nodeport-loadbalancer/2'), `URL not updated: ${page.url()}`);
