@@ -419,7 +419,8 @@ await test('the legend draws each kind with the canvas\'s dash pattern; control 
 await test('layout: narrow, the narration follows the canvas and controls; wide, it sits beside the canvas', async () => {
   const box = (page, sel) => page.locator(sel).first().boundingBox();
   const narrow = await open('#/nodeport-loadbalancer/2/end', { viewport: { width: 720, height: 1400 } });
-  const [controls, narr, legend, hop] = await Promise.all(['.kh-controls', '.kh-narration', '.kh-legend', '.kh-side'].map((s) => box(narrow.page, s)));
+  // The stage ends with the controls and the read and export tools.
+  const [controls, narr, legend, hop] = await Promise.all(['.kh-stage', '.kh-narration', '.kh-legend', '.kh-side'].map((s) => box(narrow.page, s)));
   check(narr.y > controls.y + controls.height && narr.y - (controls.y + controls.height) < 40, `720: narration at ${narr.y}, controls end at ${controls.y + controls.height}`);
   check(narr.y < legend.y && narr.y < hop.y, `720: narration (${narr.y}) should come before the legend (${legend.y}) and the hop panel (${hop.y})`);
   const width = await narrow.page.evaluate(() => document.documentElement.scrollWidth);
