@@ -407,6 +407,18 @@ mod tests {
     }
 
     #[wasm_bindgen_test]
+    fn a_transcript_link_opens_the_transcript_without_playing_and_stays_in_the_link() {
+        let p = player(false);
+        p.open_link("#/nodeport-loadbalancer/2?view=transcript");
+        assert_eq!((p.view.get_untracked(), p.step.get_untracked()), (Mode::Transcript, 1));
+        assert!(!p.playing.get_untracked(), "the transcript does not play");
+        assert!(p.link_hash().ends_with("view=transcript"), "{}", p.link_hash());
+        p.open_link("#/nodeport-loadbalancer/2");
+        assert_eq!(p.view.get_untracked(), Mode::Animation);
+        assert!(p.playing.get_untracked(), "the animation plays the step");
+    }
+
+    #[wasm_bindgen_test]
     fn links_open_steps_and_bad_links_leave_a_notice() {
         let p = player(false);
         p.open_link("#/nodeport-loadbalancer/4/end");
