@@ -8,6 +8,8 @@ use crate::present::{NotesPage, Present, PresentButtons};
 use crate::nodes::{ConntrackPanel, HostPanels, RulesPanel};
 use crate::panels::{Comparison, Evidence, HopDetail, KubectlPanel, Legend, ManifestPanel, Narration, Notices};
 use crate::player::Player;
+use crate::read::{LiveRegion, PrintTranscript, ReadTools, TranscriptPage};
+use kubehops_core::link::Mode;
 use kubehops_core::scenarios::{Params, Scenario, Step, REGISTRY};
 use kubehops_core::scene::{frame, Frame, Layout};
 use leptos::ev;
@@ -21,6 +23,9 @@ pub struct Ctx {
     /// value of one scenario, so the picture does not jump.
     pub layout: Memo<Layout>,
     pub frame: Memo<Frame>,
+    /// 0 for the animation's canvas; n for the transcript's still picture
+    /// of step n (its frame is that step's end).
+    pub figure: usize,
 }
 
 impl Ctx {
@@ -143,6 +148,7 @@ impl Target {
 pub fn App() -> impl IntoView {
     let player = Player::new(REGISTRY[0].id, Params::default(), prefers_reduced_motion());
     let ctx = provide_ctx(player);
+    crate::read::provide_reading();
     sync_link(player);
     sync_title(player);
     crate::embed::apply_display(player);
@@ -174,7 +180,7 @@ fn provide_ctx(player: Player) -> Ctx {
         let (s, p) = (player.step.get(), player.shown_progress());
         player.scenario.with(|sc| layout.with(|l| frame(sc, l, s, p)))
     });
-    let ctx = Ctx { player, layout, frame };
+    let ctx = Ctx { player, layout, frame, figure: 0 };
     provide_context(ctx);
     ctx
 }
@@ -231,6 +237,10 @@ fn listen_to_keys(player: Player) {
         }
         let name = e.key();
         let Some(key) = Key::from_name(&name) else { return };
+        // The transcript does not play: its keys are the page's.
+        if player.view.get_untracked() == Mode::Transcript {
+            return;
+        }
         if !key.applies_to(&name, Target::of(&e)) {
             return;
         }
@@ -265,6 +275,7 @@ fn Page(frame: Memo<Frame>) -> impl IntoView {
                 format!("{}.{:02}", c / 100, c % 100)
             }
             data-playing=move || player.playing.get().to_string()
+            data-view=move || player.view.get().as_str()
         >
             <header class="kh-head">
                 <p class="kh-brand">"KubeHops"</p>
@@ -272,7 +283,7 @@ fn Page(frame: Memo<Frame>) -> impl IntoView {
             </header>
             <div class="kh-titlebar">
                 <h1>{move || title.get()}</h1>
-                <StepIndicator/>
+                {move || (player.view.get() == Mode::Animation).then(|| view! { <StepIndicator/> })}
                 <div class="kh-tools" role="group" aria-label="Share and present">
                     <EmbedButton/>
                     <PresentButtons/>
@@ -280,14 +291,26 @@ fn Page(frame: Memo<Frame>) -> impl IntoView {
             </div>
             <Notices/>
             <ParamControls/>
+            {move || (player.view.get() == Mode::Transcript).then(|| view! { <TranscriptPage/> })}
+            {move || (player.view.get() == Mode::Animation).then(|| view! { <Animation/> })}
+        </div>
+    }
+}
+
+/// The animation: the canvas and its controls, the narration and the panels.
+#[component]
+fn Animation() -> impl IntoView {
+    view! {
             // Reading order is the narrow layout's order: the animation,
             // what the step is about, the options and legend, then the
             // details. Wide, the grid moves the narration beside the canvas.
             <main class="kh-main" id="kh-main">
                 <section class="kh-stage" aria-label="Animation">
                     <Canvas/>
+                    <LiveRegion/>
                     <Controls/>
                     <Actions/>
+                    <ReadTools/>
                 </section>
                 <Narration/>
                 <div class="kh-extras">
@@ -308,7 +331,7 @@ fn Page(frame: Memo<Frame>) -> impl IntoView {
                     <Comparison/>
                 </div>
             </main>
-        </div>
+            <PrintTranscript/>
     }
 }
 

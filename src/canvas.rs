@@ -45,17 +45,8 @@ fn n(v: f64) -> String {
 #[component]
 pub fn Canvas() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
-    let description = move || {
-        let what_if = ctx.with_scenario(|s| s.what_if.clone());
-        ctx.with_step(|st| match ctx.frame.get().current.and_then(|i| st.hops.get(i).map(|h| (i, h))) {
-            Some((i, h)) => {
-                let alt = if h.what_if { format!(" (what if: {})", what_if.clone().unwrap_or_default()) } else { String::new() };
-                format!("Hop {} of {}{alt}: {}. {}", i + 1, st.hops.len(), h.caption, h.detail)
-            }
-            None => format!("{} hops in this step. Press Play to start.", st.hops.len()),
-        })
-        .unwrap_or_default()
-    };
+    // What the frame shows, in words the core computed from it.
+    let description = move || ctx.with_scenario(|s| kubehops_core::scene::describe::frame_label(s, &ctx.frame.get()));
     let view_box = move || ctx.layout.with(|l| format!("0 0 {} {}", n(l.width), fixed(l.height, 0)));
     // Actors change only with the scenario, not with its parameters.
     let actors = Memo::new(move |_| ctx.with_scenario(|s| s.actors.clone()));
@@ -68,7 +59,7 @@ pub fn Canvas() -> impl IntoView {
                         .map(|k| {
                             let (class, _, _) = kind_info(*k);
                             view! {
-                                <marker id=format!("kh-arrow-{class}") class=format!("kh-arrow kh-{class}") viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
+                                <marker id=marker_id(ctx, class) class=format!("kh-arrow kh-{class}") viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
                                     <path d="M0,0 L10,5 L0,10 z"></path>
                                 </marker>
                             }
@@ -86,8 +77,18 @@ pub fn Canvas() -> impl IntoView {
                 <Trails/>
                 <Token/>
             </svg>
-            <figcaption class="kh-status" aria-hidden="true">{move || status_line(ctx)}</figcaption>
+            {(ctx.figure == 0).then(|| view! { <figcaption class="kh-status" aria-hidden="true">{move || status_line(ctx)}</figcaption> })}
         </figure>
+    }
+}
+
+/// The id of a kind's arrowhead, unique to the figure: the transcript
+/// draws one figure per step on the same page.
+fn marker_id(ctx: Ctx, class: &str) -> String {
+    if ctx.figure == 0 {
+        format!("kh-arrow-{class}")
+    } else {
+        format!("kh-arrow-{}-{class}", ctx.figure)
     }
 }
 
@@ -399,7 +400,7 @@ fn Trails() -> impl IntoView {
                                 class:whatif=what_if
                                 class:current=current
                                 points=pts
-                                marker-end=format!("url(#kh-arrow-{class})")
+                                marker-end=format!("url(#{})", marker_id(ctx, class))
                             ></polyline>
                         }
                     })
@@ -427,7 +428,7 @@ fn Token() -> impl IntoView {
                 <g
                     class=format!("kh-token kh-{class}")
                     class:whatif=what_if
-                    data-testid="packet"
+                    data-testid=(ctx.figure == 0).then_some("packet")
                     data-x=fixed(p.x, 1)
                     data-y=fixed(p.y, 1)
                     transform=format!("translate({} {})", fixed(p.x, 1), fixed(p.y, 1))

@@ -97,7 +97,10 @@ pub fn StepIndicator() -> impl IntoView {
                         .into_iter()
                         .enumerate()
                         .map(|(i, t)| {
-                            let label = format!("Step {} of {n}: {t}", i + 1);
+                            // The name is the visible text with the rest for screen
+                            // readers ("Step 3 of 5: Type LoadBalancer"), so it
+                            // contains the label a speech user reads off the screen.
+                            let of = format!(" of {n}: ");
                             view! {
                                 <li>
                                     <button
@@ -106,10 +109,11 @@ pub fn StepIndicator() -> impl IntoView {
                                         class:current=move || p.step.get() == i
                                         class:past=move || { p.step.get() > i }
                                         aria-current=move || (p.step.get() == i).then_some("step")
-                                        aria-label=label
                                         on:click=move |_| p.go_to(i)
                                     >
+                                        <span class="kh-sr">"Step "</span>
                                         <span class="kh-step-num">{i + 1}</span>
+                                        <span class="kh-sr">{of}</span>
                                         <span class="kh-step-title">{t}</span>
                                     </button>
                                 </li>

@@ -5,10 +5,12 @@ mod canvas;
 mod controls;
 mod editor;
 mod embed;
+mod export;
 mod nodes;
 mod panels;
 mod player;
 mod present;
+mod read;
 
 fn main() {
     leptos::mount::mount_to_body(app::App);

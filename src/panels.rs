@@ -17,7 +17,7 @@ pub fn Narration() -> impl IntoView {
     let text = move || ctx.with_step(|st| st.narration.clone()).unwrap_or_default();
     let demo = Memo::new(move |_| ctx.with_scenario(|s| s.demo().map(|d| (d.label.clone(), d.narration.clone()))));
     view! {
-        <section class="kh-card kh-narration" aria-live="polite">
+        <section class="kh-card kh-narration">
             <h2>{heading}</h2>
             {move || demo.get().map(|(label, text)| view! { <p class="kh-demo-note"><strong>{format!("Demo · {label}: ")}</strong>{text}</p> })}
             <p>{text}</p>
@@ -282,7 +282,7 @@ pub fn KubectlPanel() -> impl IntoView {
     view! {
         <section class="kh-card">
             <h2>"kubectl"</h2>
-            <pre class="kh-code kh-term" data-testid="kubectl">
+            <pre class="kh-code kh-term" data-testid="kubectl" tabindex="0">
                 <span class="kh-prompt">{move || format!("$ {}\n", table.with(|t| t.command.clone()))}</span>
                 {move || table.with(|t| t.render())}
             </pre>
@@ -409,7 +409,7 @@ pub fn Evidence() -> impl IntoView {
                                             {move || if copied.get() { "Copied" } else { "Copy" }}
                                         </button>
                                     </div>
-                                    <pre class="kh-code kh-term">{out}</pre>
+                                    <pre class="kh-code kh-term" tabindex="0">{out}</pre>
                                 </div>
                             }
                         })

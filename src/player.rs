@@ -4,7 +4,7 @@
 //! core, and everything drawn is derived from it.
 
 use kubehops_core::embed::Display;
-use kubehops_core::link::{self, HopPos, Link};
+use kubehops_core::link::{self, HopPos, Link, Mode};
 use kubehops_core::scenarios::{self, Params, Scenario, Value};
 use kubehops_objects::edit::{self, Built, Refusal};
 use leptos::prelude::*;
@@ -94,6 +94,8 @@ pub struct Player {
     /// How the page is shown (embedded, theme, …), from the link; kept in
     /// the link the page writes back.
     pub display: RwSignal<Display>,
+    /// The animation, or the transcript (`view=transcript`).
+    pub view: RwSignal<Mode>,
 }
 
 impl Player {
@@ -123,6 +125,7 @@ impl Player {
             speed: RwSignal::new(1.0),
             notices: RwSignal::new(Vec::new()),
             display: RwSignal::new(Display::default()),
+            view: RwSignal::new(Mode::Animation),
         }
     }
 
@@ -363,6 +366,7 @@ impl Player {
         if self.display.with_untracked(|d| *d != l.display) {
             self.display.set(l.display);
         }
+        self.view.set(l.view);
         let step = l.step.min(self.n_steps().saturating_sub(1));
         let n = self.n_hops(step);
         let mut problems = parsed.problems;
@@ -377,6 +381,8 @@ impl Player {
         }
         self.playing.set(false);
         match l.hop {
+            // The transcript does not play.
+            None if l.view == Mode::Transcript => self.step.set(step),
             None => self.go_to(step),
             Some(pos) => {
                 self.step.set(step);
@@ -404,7 +410,7 @@ impl Player {
             let done = if p.is_finite() { (p.max(0.0).floor() as usize).min(n) } else { 0 };
             Some(if done == n && n > 0 { HopPos::End } else { HopPos::After(done) })
         };
-        link::format(&Link { scenario: id, step, hop, params, display: self.display.get() })
+        link::format(&Link { scenario: id, step, hop, params, display: self.display.get(), view: self.view.get() })
     }
 }
 
@@ -482,6 +488,18 @@ mod tests {
         assert_eq!(p.progress.get_untracked(), hops_in(&p, 2) as f64);
         p.progress.set(2.6);
         assert_eq!(p.shown_progress(), 2.0, "no tweening between hops");
+    }
+
+    #[wasm_bindgen_test]
+    fn a_transcript_link_opens_the_transcript_without_playing_and_stays_in_the_link() {
+        let p = player(false);
+        p.open_link("#/nodeport-loadbalancer/2?view=transcript");
+        assert_eq!((p.view.get_untracked(), p.step.get_untracked()), (Mode::Transcript, 1));
+        assert!(!p.playing.get_untracked(), "the transcript does not play");
+        assert!(p.link_hash().ends_with("view=transcript"), "{}", p.link_hash());
+        p.open_link("#/nodeport-loadbalancer/2");
+        assert_eq!(p.view.get_untracked(), Mode::Animation);
+        assert!(p.playing.get_untracked(), "the animation plays the step");
     }
 
     #[wasm_bindgen_test]

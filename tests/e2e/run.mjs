@@ -115,12 +115,12 @@ await test('controls are real buttons with accessible names', async () => {
 await test('Next step advances the indicator and changes the kubectl output', async () => {
   const { page } = await open();
   check(await currentStep(page) === 1, 'does not start at step 1');
-  check(await page.getAttribute('[aria-label^="Step 1 of 5"]', 'aria-current') === 'step', 'step 1 not marked current');
+  check(await page.getByRole('button', { name: /^Step 1 of 5/ }).getAttribute('aria-current') === 'step', 'step 1 not marked current');
   const before = await kubectl(page);
   check(before.includes('ClusterIP'), `step 1 should start from a ClusterIP Service:\n${before}`);
   await page.getByRole('button', { name: 'Next step' }).click();
   check(await currentStep(page) === 2, 'indicator did not advance');
-  check(await page.getAttribute('[aria-label^="Step 2 of 5"]', 'aria-current') === 'step', 'step 2 not marked current');
+  check(await page.getByRole('button', { name: /^Step 2 of 5/ }).getAttribute('aria-current') === 'step', 'step 2 not marked current');
   const after = await kubectl(page);
   check(after !== before && after.includes('80:31000/TCP'), `kubectl did not change to the NodePort:\n${after}`);
   check(page.url().endsWith('#/nodeport-loadbalancer/2'), `URL not updated: ${page.url()}`);
@@ -419,7 +419,8 @@ await test('the legend draws each kind with the canvas\'s dash pattern; control 
 await test('layout: narrow, the narration follows the canvas and controls; wide, it sits beside the canvas', async () => {
   const box = (page, sel) => page.locator(sel).first().boundingBox();
   const narrow = await open('#/nodeport-loadbalancer/2/end', { viewport: { width: 720, height: 1400 } });
-  const [controls, narr, legend, hop] = await Promise.all(['.kh-controls', '.kh-narration', '.kh-legend', '.kh-side'].map((s) => box(narrow.page, s)));
+  // The stage ends with the controls and the read and export tools.
+  const [controls, narr, legend, hop] = await Promise.all(['.kh-stage', '.kh-narration', '.kh-legend', '.kh-side'].map((s) => box(narrow.page, s)));
   check(narr.y > controls.y + controls.height && narr.y - (controls.y + controls.height) < 40, `720: narration at ${narr.y}, controls end at ${controls.y + controls.height}`);
   check(narr.y < legend.y && narr.y < hop.y, `720: narration (${narr.y}) should come before the legend (${legend.y}) and the hop panel (${hop.y})`);
   const width = await narrow.page.evaluate(() => document.documentElement.scrollWidth);

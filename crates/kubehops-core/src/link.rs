@@ -8,6 +8,8 @@
 //! Display options ([`crate::embed::Display`]: `embed`, `theme`, `controls`,
 //! `autoplay`, `origins`, `notes`) follow the scenario's parameters in the
 //! same query and are read and written the same way.
+//! `view=transcript` (a key of the link, not of the scenario) opens the
+//! scenario's transcript instead of the animation.
 //!
 //! Parsing never fails: what cannot be understood falls back to a default
 //! and is reported in `problems`, so a bad link still opens a working page
@@ -29,6 +31,33 @@ pub struct Link {
     /// How the page is shown (embedded, theme, controls, …).
     #[serde(default)]
     pub display: Display,
+    /// What the page shows of it.
+    #[serde(default)]
+    pub view: Mode,
+}
+
+/// What the page shows: the animation, or the transcript (every step as
+/// text, with a picture of each step's end).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Mode {
+    #[default]
+    Animation,
+    Transcript,
+}
+
+impl Mode {
+    /// The value of `view=` in a link; the animation is the default and
+    /// is left out.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Animation => "animation",
+            Mode::Transcript => "transcript",
+        }
+    }
+
+    fn parse(v: &str) -> Option<Mode> {
+        [Mode::Animation, Mode::Transcript].into_iter().find(|m| m.as_str() == v)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,11 +99,12 @@ pub fn parse_with(hash: &str, entries: &[Entry], steps: impl Fn(&str, &Params) -
         },
     };
     let Some(entry) = entry else {
-        return Parsed { link: Link { scenario: String::new(), step: 0, hop: None, params: Params::default(), display: Display::default() }, problems };
+        return Parsed { link: Link { scenario: String::new(), step: 0, hop: None, params: Params::default(), display: Display::default(), view: Mode::Animation }, problems };
     };
     let specs = (entry.params)();
-    let (params, display) = parse_query(query, &specs, &mut problems);
-    let mut link = Link { scenario: entry.id.to_string(), step: 0, hop: None, params, display };
+    let (view, query) = take_view(query, &mut problems);
+    let (params, display) = parse_query(&query, &specs, &mut problems);
+    let mut link = Link { scenario: entry.id.to_string(), step: 0, hop: None, params, display, view };
     let count = steps(entry.id, &link.params);
     if let Some(s) = parts.next() {
         match s.parse::<usize>() {
@@ -92,6 +122,23 @@ pub fn parse_with(hash: &str, entries: &[Entry], steps: impl Fn(&str, &Params) -
         }
     }
     Parsed { link, problems }
+}
+
+/// Takes `view=…` out of the query: the page's mode, not a parameter of
+/// the scenario. An unknown mode is reported and the animation shown.
+fn take_view(query: &str, problems: &mut Vec<String>) -> (Mode, String) {
+    let mut view = Mode::Animation;
+    let mut rest = Vec::new();
+    for pair in query.split('&') {
+        match pair.split_once('=') {
+            Some(("view", v)) => match Mode::parse(&percent_decode(v)) {
+                Some(m) => view = m,
+                None => problems.push(format!("There is no view \"{}\" (only transcript and animation); showing the animation.", short(&percent_decode(v)))),
+            },
+            _ => rest.push(pair),
+        }
+    }
+    (view, rest.join("&"))
 }
 
 /// Reads `key=value` pairs against the display options and the scenario's
@@ -153,7 +200,8 @@ pub fn format(link: &Link) -> String {
     };
     let mut pairs = scenarios::entry(&link.scenario).map(|e| link.params.link_pairs(&(e.params)())).unwrap_or_default();
     pairs.extend(link.display.link_pairs().into_iter().map(|(k, v)| (k.to_string(), v)));
-    for (i, (k, v)) in pairs.iter().enumerate() {
+    let view = (link.view != Mode::Animation).then(|| ("view".to_string(), link.view.as_str().to_string()));
+    for (i, (k, v)) in pairs.iter().chain(view.iter()).enumerate() {
         h.push(if i == 0 { '?' } else { '&' });
         h.push_str(k);
         h.push('=');
@@ -185,15 +233,15 @@ mod tests {
     fn round_trips() {
         let np = "nodeport-loadbalancer";
         for l in [
-            Link { scenario: np.into(), step: 2, hop: None, params: params(np), display: Display::default() },
-            Link { scenario: np.into(), step: 4, hop: Some(HopPos::End), params: params(np).with("seed", Value::Seed(Some(42))), display: Display::default() },
-            Link { scenario: np.into(), step: 0, hop: Some(HopPos::After(3)), params: params(np), display: Display::default() },
+            Link { scenario: np.into(), step: 2, hop: None, params: params(np), display: Display::default(), view: Mode::Animation },
+            Link { scenario: np.into(), step: 4, hop: Some(HopPos::End), params: params(np).with("seed", Value::Seed(Some(42))), display: Display::default(), view: Mode::Animation },
+            Link { scenario: np.into(), step: 0, hop: Some(HopPos::After(3)), params: params(np), display: Display::default(), view: Mode::Transcript },
         ] {
             let p = parse(&format(&l));
             assert_eq!(p.link, l);
             assert!(p.problems.is_empty(), "{:?}", p.problems);
         }
-        assert_eq!(format(&Link { scenario: np.into(), step: 1, hop: Some(HopPos::End), params: params(np).with("seed", Value::Seed(Some(42))), display: Display::default() }), "#/nodeport-loadbalancer/2/end?seed=42");
+        assert_eq!(format(&Link { scenario: np.into(), step: 1, hop: Some(HopPos::End), params: params(np).with("seed", Value::Seed(Some(42))), display: Display::default(), view: Mode::Animation }), "#/nodeport-loadbalancer/2/end?seed=42");
     }
 
     #[test]
@@ -250,6 +298,24 @@ mod tests {
                 assert!(!crate::embed::KEYS.contains(&spec.key.as_str()), "{} uses {}", e.id, spec.key);
             }
         }
+    }
+
+    #[test]
+    fn the_transcript_view_is_a_key_of_the_link_not_of_the_scenario() {
+        let p = parse("#/service-types/2/end?tab=headless&view=transcript");
+        assert_eq!(p.link.view, Mode::Transcript);
+        assert_eq!(p.link.params.choice("tab"), Some("headless"));
+        assert!(p.problems.is_empty(), "{:?}", p.problems);
+        // It comes last when formatted, and the animation is left out.
+        assert_eq!(format(&p.link), "#/service-types/2/end?tab=headless&view=transcript");
+        assert_eq!(format(&Link { view: Mode::Animation, ..p.link.clone() }), "#/service-types/2/end?tab=headless");
+        let alone = parse("#/nodeport-loadbalancer/1?view=transcript");
+        assert_eq!((alone.link.view, format(&alone.link).as_str()), (Mode::Transcript, "#/nodeport-loadbalancer/1?view=transcript"));
+        // An unknown view is reported and leaves the animation; other keys still count.
+        let bad = parse("#/nodeport-loadbalancer/1?view=slides&seed=4");
+        assert_eq!((bad.link.view, bad.link.params.seed()), (Mode::Animation, Some(4)));
+        assert!(bad.problems.len() == 1 && bad.problems[0].contains("no view \"slides\""), "{:?}", bad.problems);
+        assert_eq!(parse("#/nodeport-loadbalancer/1?view=").link.view, Mode::Animation);
     }
 
     #[test]

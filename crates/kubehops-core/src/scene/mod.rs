@@ -6,8 +6,10 @@
 //! the end. The renderer calls [`frame`] and draws what it returns; it never
 //! keeps its own idea of where a packet is.
 
+pub mod describe;
 pub mod layout;
 pub mod panels;
+pub mod transcript;
 
 pub use layout::{pt, Layout, Point, Rect, Side, WIDTH};
 

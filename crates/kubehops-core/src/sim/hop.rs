@@ -69,6 +69,22 @@ pub struct MatchedRule {
     pub text: String,
     /// What kube-proxy wrote the rule for, when it says.
     pub purpose: Option<crate::dataplane::iptables::Purpose>,
+    /// The field its target rewrites: a DNAT the destination, a
+    /// MASQUERADE the source (at the end of the walk).
+    #[serde(default)]
+    pub rewrites: Option<Field>,
+}
+
+impl MatchedRule {
+    /// The field a rule with this target rewrites, if any.
+    pub fn field_of(t: &crate::dataplane::iptables::Target) -> Option<Field> {
+        use crate::dataplane::iptables::Target;
+        match t {
+            Target::Dnat(_) => Some(Field::Destination),
+            Target::Masquerade { .. } => Some(Field::Source),
+            _ => None,
+        }
+    }
 }
 
 /// What a packet carries, where the story needs it.

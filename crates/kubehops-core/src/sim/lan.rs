@@ -36,7 +36,10 @@ impl World {
         let t = traverse(&host.filter, &host.nat, entry, pkt, &ctx, dice);
         let matched: Vec<MatchedRule> = t
             .matched()
-            .filter_map(|r| Some(MatchedRule { table: r.table, line: host.line_of(r)?, text: host.nat.rule(r)?.render_kernel(&r.chain), purpose: None }))
+            .filter_map(|r| {
+                let rule = host.nat.rule(r)?;
+                Some(MatchedRule { table: r.table, line: host.line_of(r)?, text: rule.render_kernel(&r.chain), purpose: None, rewrites: MatchedRule::field_of(&rule.target) })
+            })
             .collect();
         if let Some(v) = t.refused() {
             let rule = t.refusing_rule().and_then(|r| matched.iter().find(|m| Some(m.line) == host.line_of(r)).cloned());

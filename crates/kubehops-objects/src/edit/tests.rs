@@ -164,7 +164,7 @@ fn every_scenario_takes_an_edit_and_plays_it() {
 fn an_edited_manifest_round_trips_through_a_link() {
     let text = api(&format!("  type: NodePort\n{SELECT}  ports:\n  - port: 80\n    targetPort: 8080\n    nodePort: 31234\n"));
     let p = params(&[("tab", "nodeport")], &text);
-    let l = link::Link { scenario: EXPLORER.into(), step: 0, hop: None, params: p.normalized(&(scenarios::entry(EXPLORER).unwrap().params)()) };
+    let l = link::Link { scenario: EXPLORER.into(), step: 0, hop: None, params: p.normalized(&(scenarios::entry(EXPLORER).unwrap().params)()), display: Default::default(), view: Default::default() };
     let url = link::format(&l);
     assert!(url.contains("manifest="), "{url}");
     assert!(url.len() < 300, "{} chars: {url}", url.len());

@@ -1,0 +1,116 @@
+//! Words for what is on screen: the canvas's accessible name at a frame,
+//! and what the live region announces as a step and its hops play. Both
+//! come from the frame and the hop's typed fields, like the picture.
+
+use super::transcript::{hop_summary, kind_name, rewrite_name, short};
+use super::Frame;
+use crate::scenarios::Scenario;
+use crate::sim::Hop;
+
+/// The hop in a few words: `request from Node-2 to Node-3, DNAT to
+/// 10.244.3.9:8080, SNAT to 10.0.0.12:36632`.
+fn hop_words(s: &Scenario, h: &Hop) -> String {
+    let route = if h.from == h.to { format!("on {}", short(s, h.from)) } else { format!("from {} to {}", short(s, h.from), short(s, h.to)) };
+    let mut out = format!("{} {route}", kind_name(h));
+    if h.what_if {
+        out.push_str(" (what if)");
+    }
+    match (&h.packet, &h.arp) {
+        (Some(p), _) if !p.rewrites.is_empty() => {
+            for r in &p.rewrites {
+                out.push_str(&format!(", {} to {}", rewrite_name(r.kind), r.to));
+            }
+        }
+        (Some(p), _) => out.push_str(&format!(", {}", p.after)),
+        (None, Some(a)) => out.push_str(&format!(", {}", a.summary())),
+        (None, None) => out.push_str(&format!(", {}", h.caption)),
+    }
+    if h.dropped.is_some() && h.packet.is_some() {
+        out.push_str(", dropped");
+    }
+    out
+}
+
+/// The canvas's label at a frame: `Step 2 of 5, Dial Node-2: hop 3 of 6,
+/// request from Node-2 to Node-3, DNAT to 10.244.3.9:8080`.
+pub fn frame_label(s: &Scenario, f: &Frame) -> String {
+    let Some(st) = s.steps.get(f.step) else { return s.title.clone() };
+    let head = format!("Step {} of {}, {}", f.step + 1, s.steps.len(), st.title);
+    let n = st.hops.len();
+    match f.current.and_then(|i| st.hops.get(i).map(|h| (i, h))) {
+        Some((i, h)) => {
+            let end = if f.done == n { " (the end of the step)" } else { "" };
+            format!("{head}: hop {} of {n}, {}{end}", i + 1, hop_words(s, h))
+        }
+        None if n == 0 => format!("{head}: no hops"),
+        None => format!("{head}: {n} hop{}, none played yet", if n == 1 { "" } else { "s" }),
+    }
+}
+
+/// What the live region says when the frame reaches (`step`, `current`):
+/// a step's title and narration as it starts, then each hop as it is
+/// played (the first hop together with the step, so a quick start does
+/// not cut the narration off).
+pub fn announcement(s: &Scenario, step: usize, current: Option<usize>) -> String {
+    let Some(st) = s.steps.get(step) else { return String::new() };
+    let intro = format!("Step {} of {}: {}. {}", step + 1, s.steps.len(), st.title, st.narration);
+    let hop = |i: usize| st.hops.get(i).map(|h| format!("Hop {} of {}: {}. {}", i + 1, st.hops.len(), hop_summary(s, h), h.detail));
+    match current {
+        None => intro,
+        Some(0) => hop(0).map_or(intro.clone(), |h| format!("{intro} {h}")),
+        Some(i) => hop(i).unwrap_or_default(),
+    }
+}
+
+/// A file name for the frame, without its extension:
+/// `kubehops-nodeport-loadbalancer-step2-hop3` (`-start`, or `-end`).
+pub fn file_stem(s: &Scenario, f: &Frame) -> String {
+    let n = s.steps.get(f.step).map_or(0, |st| st.hops.len());
+    let at = match f.current {
+        None => "start".to_string(),
+        Some(_) if f.done == n => "end".to_string(),
+        Some(i) => format!("hop{}", i + 1),
+    };
+    let id: String = s.id.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
+    format!("kubehops-{id}-step{}-{at}", f.step + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenarios::build_default;
+    use crate::scene::{frame, Layout};
+
+    #[test]
+    fn the_label_names_the_step_the_hop_and_its_rewrites() {
+        let s = build_default("nodeport-loadbalancer").unwrap();
+        let l = Layout::new(&s.actors);
+        // Step 2, hop 2: Node-2 DNATs to the Pod on Node-3 and masquerades.
+        let f = frame(&s, &l, 1, 2.0);
+        let label = frame_label(&s, &f);
+        assert!(label.starts_with("Step 2 of 5, Dial Node-2: hop 2 of 6, request from Node-2 to Node-3"), "{label}");
+        assert!(label.contains("DNAT to 10.244.3.9:8080") && label.contains("SNAT to 10.0.0.12:"), "{label}");
+        let start = frame_label(&s, &frame(&s, &l, 1, 0.0));
+        assert_eq!(start, "Step 2 of 5, Dial Node-2: 6 hops, none played yet");
+        let end = frame_label(&s, &frame(&s, &l, 1, 6.0));
+        assert!(end.contains("hop 6 of 6") && end.ends_with("(the end of the step)"), "{end}");
+        // Halfway along hop 3, it is hop 3 that is shown.
+        assert!(frame_label(&s, &frame(&s, &l, 1, 2.5)).contains("hop 3 of 6"));
+        assert_eq!(file_stem(&s, &frame(&s, &l, 1, 2.5)), "kubehops-nodeport-loadbalancer-step2-hop3");
+        assert_eq!(file_stem(&s, &frame(&s, &l, 1, 6.0)), "kubehops-nodeport-loadbalancer-step2-end");
+        assert_eq!(file_stem(&s, &frame(&s, &l, 0, 0.0)), "kubehops-nodeport-loadbalancer-step1-start");
+    }
+
+    #[test]
+    fn announcements_start_with_the_narration_then_follow_the_hops() {
+        let s = build_default("nodeport-loadbalancer").unwrap();
+        let st = &s.steps[1];
+        let intro = announcement(&s, 1, None);
+        assert!(intro.starts_with("Step 2 of 5: Dial Node-2. ") && intro.ends_with(&st.narration), "{intro}");
+        let first = announcement(&s, 1, Some(0));
+        assert!(first.starts_with(&intro) && first.contains("Hop 1 of 6: Request from Laptop to Node-2"), "{first}");
+        let third = announcement(&s, 1, Some(2));
+        assert!(third.starts_with("Hop 3 of 6: ") && third.ends_with(&st.hops[2].detail), "{third}");
+        assert_eq!(announcement(&s, 99, None), "");
+    }
+}
