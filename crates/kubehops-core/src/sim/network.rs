@@ -357,6 +357,7 @@ impl World {
     /// tables, then routing.
     fn at_node(&mut self, n: usize, pkt: &Packet, payload: &Option<Payload>, entry: Entry, dice: &mut dyn Dice) -> Step {
         let me = self.node_actors[n];
+        self.sync_node_rules(n);
         if let Some((i, dir)) = self.conntrack[n].lookup(pkt) {
             return self.by_conntrack(n, i, dir, pkt, payload);
         }
