@@ -227,6 +227,14 @@ fn world(input: &ClusterInput, svc: Option<&Service>) -> (World, MadeUp) {
     (w, made)
 }
 
+/// The world a scenario with these parameters starts from, before any
+/// node has synced (for tests: sync a node and compare its rules).
+pub fn world_for(input: &ClusterInput, p: &Params) -> World {
+    let p = p.normalized(&params(input));
+    let svc = p.choice("service").and_then(|v| input.service(v));
+    world(input, svc).0
+}
+
 /// Who the client is.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Client {
