@@ -75,6 +75,64 @@ pub fn input_of(c: Cluster) -> ClusterInput {
     ClusterInput { nodes: c.nodes, pods: c.pods.into_iter().map(|p| p.pod).collect(), services: c.services, slices: c.slices, proxy: c.proxy }
 }
 
+/// A made-up cluster as `kubectl get nodes,pods,services,endpointslices
+/// -A -o yaml` would print it (the fields the reader reads, in one YAML
+/// List): `nodes` nodes, `pods` Pods spread over them, and `services`
+/// Services, each selecting `pods / services` Pods through an
+/// EndpointSlice. The same numbers give the same text. For benchmarks,
+/// the fuzzer and the scale tests.
+pub fn example_yaml(nodes: usize, pods: usize, services: usize) -> String {
+    use std::fmt::Write;
+    let services = services.max(1);
+    let nodes = nodes.max(1);
+    let mut y = String::from("apiVersion: v1\nkind: List\nitems:\n");
+    let node_ip = |i: usize| format!("10.0.{}.{}", i / 250, 10 + i % 250);
+    let pod_ip = |i: usize, node: usize| format!("10.{}.{}.{}", 100 + node / 250, node % 250, 2 + i / nodes % 250);
+    for n in 0..nodes {
+        let _ = write!(
+            y,
+            "- apiVersion: v1\n  kind: Node\n  metadata:\n    name: node-{}\n  spec:\n    podCIDR: 10.{}.{}.0/24\n  status:\n    addresses:\n    - type: InternalIP\n      address: {}\n",
+            n + 1,
+            100 + n / 250,
+            n % 250,
+            node_ip(n)
+        );
+    }
+    for p in 0..pods {
+        let (node, app) = (p % nodes, p % services);
+        let _ = write!(
+            y,
+            "- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: app{app}-7c9d8f5b6-p{p:05}\n    namespace: ns{}\n    labels:\n      app: app{app}\n  spec:\n    nodeName: node-{}\n    containers:\n    - name: app\n      ports:\n      - name: http\n        containerPort: 8080\n  status:\n    podIP: {}\n    conditions:\n    - type: Ready\n      status: \"True\"\n",
+            app % 10,
+            node + 1,
+            pod_ip(p, node)
+        );
+    }
+    for s in 0..services {
+        let ns = s % 10;
+        let kind = if s % 5 == 0 { "NodePort" } else { "ClusterIP" };
+        let node_port = if s % 5 == 0 { format!("\n      nodePort: {}", 30000 + s % 2768) } else { String::new() };
+        let _ = write!(
+            y,
+            "- apiVersion: v1\n  kind: Service\n  metadata:\n    name: app{s}\n    namespace: ns{ns}\n  spec:\n    type: {kind}\n    clusterIP: 10.96.{}.{}\n    selector:\n      app: app{s}\n    ports:\n    - name: http\n      port: 80\n      targetPort: 8080{node_port}\n",
+            1 + s / 250,
+            1 + s % 250
+        );
+        let _ = write!(y, "- apiVersion: discovery.k8s.io/v1\n  kind: EndpointSlice\n  metadata:\n    name: app{s}-abcde\n    namespace: ns{ns}\n    labels:\n      kubernetes.io/service-name: app{s}\n  addressType: IPv4\n  endpoints:\n");
+        for p in (s..pods).step_by(services) {
+            let node = p % nodes;
+            let _ = write!(
+                y,
+                "  - addresses: [\"{}\"]\n    conditions: {{ready: true}}\n    nodeName: node-{}\n    targetRef: {{kind: Pod, name: app{s}-7c9d8f5b6-p{p:05}}}\n",
+                pod_ip(p, node),
+                node + 1
+            );
+        }
+        y.push_str("  ports:\n  - name: http\n    protocol: TCP\n    port: 8080\n");
+    }
+    y
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,6 +144,16 @@ mod tests {
         assert!(e.starts_with("the input is 4.0 MB and KubeHops reads at most 4.0 MB"), "{e}");
         assert_eq!(mb(10_000_000), "9.5 MB");
         assert_eq!(mb(0), "0.0 MB");
+    }
+
+    #[test]
+    fn the_example_cluster_reads_with_every_object_and_no_warning() {
+        let y = example_yaml(5, 40, 8);
+        let r = read(&[("example.yaml", &y)]).unwrap();
+        assert_eq!((r.input.nodes.len(), r.input.pods.len(), r.input.services.len(), r.input.slices.len()), (5, 40, 8, 8));
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+        assert_eq!(r.input.slices[0].endpoints.len(), 5);
+        assert_eq!(example_yaml(5, 40, 8), y, "deterministic");
     }
 
     #[test]
