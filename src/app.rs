@@ -154,7 +154,7 @@ fn prefers_reduced_motion() -> bool {
 
 /// Derives the layout and the frame from the player, and provides them.
 fn provide_ctx(player: Player) -> Ctx {
-    let layout = Memo::new(move |_| player.scenario.with(|s| Layout::new(&s.actors)));
+    let layout = Memo::new(move |_| player.scenario.with(Layout::for_scenario));
     let frame = Memo::new(move |_| {
         let (s, p) = (player.step.get(), player.shown_progress());
         player.scenario.with(|sc| layout.with(|l| frame(sc, l, s, p)))
@@ -257,6 +257,7 @@ fn Page(frame: Memo<Frame>) -> impl IntoView {
                 <StepIndicator/>
             </div>
             <Notices/>
+            <crate::cluster::IfYourCluster/>
             <ParamControls/>
             // Reading order is the narrow layout's order: the animation,
             // what the step is about, the options and legend, then the

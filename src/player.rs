@@ -21,7 +21,10 @@ fn default_id() -> String {
     scenarios::REGISTRY.first().map_or_else(String::new, |e| e.id.to_string())
 }
 
-fn build(id: &str, params: &Params) -> Scenario {
+fn build(id: &str, params: &Params, cluster: &crate::cluster::ClusterRead) -> Scenario {
+    if let (true, Some(Ok(r))) = (id == scenarios::your_cluster::ENTRY.id, cluster) {
+        return scenarios::your_cluster::build(&r.input, params);
+    }
     scenarios::build(id, params)
         .or_else(|| scenarios::build_default(&default_id()))
         .unwrap_or_else(|| (scenarios::REGISTRY[0].build)(&Params::default()))
@@ -48,13 +51,27 @@ pub struct Player {
     pub speed: RwSignal<f64>,
     /// Problems found in the URL, shown once.
     pub notices: RwSignal<Vec<String>>,
+    /// The text pasted (or loaded from a file) on "Your cluster", and the
+    /// name errors give it (`STDIN`, or the file's name). Never in the link.
+    pub pasted: RwSignal<String>,
+    pub pasted_name: RwSignal<String>,
+    /// What the reader made of it.
+    pub cluster: Memo<crate::cluster::ClusterRead>,
 }
 
 impl Player {
     pub fn new(id: &str, params: Params, reduced_motion: bool) -> Player {
         let scenario_id = RwSignal::new(id.to_string());
         let params = RwSignal::new(params);
-        let scenario = Memo::new(move |_| params.with(|p| build(&scenario_id.get(), p)));
+        let pasted = RwSignal::new(String::new());
+        let pasted_name = RwSignal::new("STDIN".to_string());
+        let cluster = Memo::new(move |_| pasted.with(|t| crate::cluster::read_pasted(&pasted_name.get(), t)));
+        let scenario = Memo::new(move |_| {
+            let id = scenario_id.get();
+            // Only "Your cluster" depends on the paste.
+            let c = if id == scenarios::your_cluster::ENTRY.id { cluster.get() } else { None };
+            params.with(|p| build(&id, p, &c))
+        });
         Player {
             scenario_id,
             params,
@@ -66,6 +83,9 @@ impl Player {
             reduced_motion: RwSignal::new(reduced_motion),
             speed: RwSignal::new(1.0),
             notices: RwSignal::new(Vec::new()),
+            pasted,
+            pasted_name,
+            cluster,
         }
     }
 
