@@ -16,6 +16,12 @@ use std::sync::Arc;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 
+/// The longest text the paste box shows. Chromium takes seconds to lay
+/// out a text box holding megabytes (about 4 s for 1.2 MB and 18 s for
+/// 10 MB on the project's machine, with no script running), so a larger
+/// paste or file is kept and read but not put in the box.
+pub const SHOW_MAX: usize = 256 << 10;
+
 /// What the reader made of the pasted text: nothing pasted yet, the
 /// objects with the warnings, or the error as the CLI prints it.
 pub type ClusterRead = Option<Result<Arc<Read>, String>>;
@@ -51,13 +57,24 @@ pub fn PastePanel() -> impl IntoView {
     // The box keeps its own text; it is set from the state only when it
     // appears and when a file replaces it.
     let initial = p.pasted.get_untracked();
+    let initial = if initial.len() > SHOW_MAX { String::new() } else { initial };
     let take = move |name: String, text: String| {
         if let Some(t) = area.get_untracked() {
-            t.set_value(&text);
+            t.set_value(if text.len() > SHOW_MAX { "" } else { &text });
         }
         p.pasted_name.set(name);
         p.pasted.set(text);
     };
+    // A large paste goes to the state only, never into the box.
+    let on_paste = move |ev: leptos::ev::ClipboardEvent| {
+        let Some(text) = ev.clipboard_data().and_then(|d| d.get_data("text/plain").ok()) else { return };
+        if text.len() > SHOW_MAX {
+            ev.prevent_default();
+            take("STDIN".into(), text);
+        }
+    };
+    let hidden = Memo::new(move |_| p.pasted.with(|t| (t.len() > SHOW_MAX).then(|| t.len())));
+    let clear = move |_| take("STDIN".into(), String::new());
     let read_file = move |file: web_sys::File| {
         let Ok(reader) = web_sys::FileReader::new() else { return };
         let name = file.name();
@@ -133,9 +150,16 @@ pub fn PastePanel() -> impl IntoView {
                     p.pasted_name.set("STDIN".into());
                     p.pasted.set(event_target_value(&ev));
                 }
+                on:paste=on_paste
                 on:dragover=move |ev: leptos::ev::DragEvent| ev.prevent_default()
                 on:drop=on_drop
             ></textarea>
+            {move || hidden.get().map(|n| view! {
+                <p class="kh-paste-kept" data-testid="paste-kept">
+                    {format!("Your {} of text is kept and read, but not shown in the box: a text box that large would freeze the page. Typing or pasting in the box replaces it. ", kubehops_objects::cluster::size_text(n))}
+                    <button type="button" class="kh-seg-btn" on:click=clear>"Clear it"</button>
+                </p>
+            })}
             <div class="kh-paste-row">
                 <label class="kh-file">
                     "Open a file… "

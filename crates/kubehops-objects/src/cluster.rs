@@ -56,6 +56,11 @@ pub fn too_large(total: usize) -> String {
     )
 }
 
+/// `10.5 MB`: a size as the messages give it.
+pub fn size_text(bytes: usize) -> String {
+    mb(bytes)
+}
+
 /// `10.5 MB` with integers only (a float formatter costs the wasm more).
 fn mb(bytes: usize) -> String {
     let tenths = (bytes as u64 * 10 + (1 << 19)) >> 20;
