@@ -308,22 +308,21 @@ fn Menu(key: String, label: String, options: Vec<Choice>) -> impl IntoView {
     let k = key.clone();
     let current = Memo::new(move |_| p.scenario.with(|s| s.params.choice(&k).unwrap_or_default().to_string()));
     let id = format!("kh-menu-{key}");
+    // The choice is set on the select once its options are there (an
+    // effect runs after the render), not by one reactive `selected` per
+    // option: a cluster's menu of clients has thousands.
+    let select = NodeRef::<leptos::html::Select>::new();
+    Effect::new(move |_| {
+        let v = current.get();
+        if let Some(el) = select.get() {
+            el.set_value(&v);
+        }
+    });
     view! {
         <div class="kh-menu-param">
             <label class="kh-param-label" for=id.clone()>{label}</label>
-            <select
-                id=id
-                class="kh-menu"
-                prop:value=move || current.get()
-                on:change=move |ev| p.set_param(&key, Value::Choice(event_target_value(&ev)))
-            >
-                {options
-                    .into_iter()
-                    .map(|c| {
-                        let v = c.value.clone();
-                        view! { <option value=c.value selected=move || current.get() == v>{c.label}</option> }
-                    })
-                    .collect_view()}
+            <select id=id class="kh-menu" node_ref=select on:change=move |ev| p.set_param(&key, Value::Choice(event_target_value(&ev)))>
+                {options.into_iter().map(|c| view! { <option value=c.value>{c.label}</option> }).collect_view()}
             </select>
         </div>
     }
