@@ -502,7 +502,10 @@ fn narrate_request(w: &World, client: Option<Client>, svc: Option<&Service>, pla
             .and_then(|n| w.node_index(n))
             .and_then(|i| w.rules[i].services.iter().find(|sp| sp.is_port_of(&s.namespace, &s.name)))
             .map(|sp| {
-                let mut v: Vec<String> = sp.ext_chain.iter().cloned().collect();
+                // The external chain only when the client dialled a node
+                // port (or another address outside the cluster IP).
+                let external = Some(pl.dst.ip) != s.spec.cluster_ip;
+                let mut v: Vec<String> = sp.ext_chain.iter().filter(|_| external).cloned().collect();
                 v.push(sp.svc_chain.clone());
                 v
             })
