@@ -69,7 +69,13 @@ async function open(hash = '#/your-cluster/1', viewport) {
 // returns the milliseconds until the canvas has drawn a frame with node
 // cards (or an error), measured in the page.
 async function paste(page, text) {
-  return page.evaluate((t) => new Promise((done) => {
+  // The text goes into the page first, in a task of its own, so that the
+  // long tasks measured are the page's handling of the paste, not the
+  // test shipping megabytes into the page.
+  await page.evaluate((t) => { window.__text = t; }, text);
+  await page.waitForTimeout(100);
+  return page.evaluate(() => new Promise((done) => {
+    const t = window.__text;
     const area = document.querySelector('#kh-paste-text');
     area.focus();
     const t0 = performance.now();
@@ -88,7 +94,7 @@ async function paste(page, text) {
       } else requestAnimationFrame(wait);
     };
     requestAnimationFrame(wait);
-  }), text);
+  }));
 }
 
 const fixture = async () => `${await readFile(join(fixtures, 'cluster.yaml'), 'utf8')}\n---\n${await readFile(join(fixtures, 'shop.json'), 'utf8')}`;
@@ -207,7 +213,7 @@ for (const [w, h, format] of [[720, 1400, 'YAML'], [1920, 1080, 'YAML'], [1920, 
     await page.waitForTimeout(500);
     const { ms, t0 } = await paste(page, text);
     await page.waitForTimeout(300);
-    const long = await page.evaluate((t) => window.__long.filter((l) => l.start >= t - 1), t0);
+    const long = await page.evaluate((t) => window.__long.filter((l) => l.start + l.ms >= t), t0);
     const worst = Math.max(0, ...long.map((l) => l.ms));
     figures.push(`big cluster (${(text.length / 1e6).toFixed(2)} MB ${format}, 50 nodes, 2000 Pods, 500 Services): paste to first frame ${ms.toFixed(0)} ms at ${w}px; longest task ${worst.toFixed(0)} ms`);
     check((await page.textContent('[data-testid=paste-summary]')).includes('Read 50 nodes, 2000 Pods, 500 Services'), await page.textContent('.kh-paste'));
@@ -232,7 +238,7 @@ await test('a 10 MB paste is refused at once with a clear message, the text kept
   await page.waitForTimeout(500);
   const { ms, t0 } = await paste(page, text);
   await page.waitForTimeout(300);
-  const long = await page.evaluate((t) => window.__long.filter((l) => l.start >= t - 1), t0);
+  const long = await page.evaluate((t) => window.__long.filter((l) => l.start + l.ms >= t), t0);
   const worst = Math.max(0, ...long.map((l) => l.ms));
   const err = await page.textContent('[data-testid=paste-error]');
   figures.push(`10 MB paste: refused in ${ms.toFixed(0)} ms; longest task ${worst.toFixed(0)} ms (${long.length} long tasks)`);
