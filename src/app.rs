@@ -262,7 +262,8 @@ fn Page(frame: Memo<Frame>) -> impl IntoView {
             // Reading order is the narrow layout's order: the animation,
             // what the step is about, the options and legend, then the
             // details. Wide, the grid moves the narration beside the canvas.
-            <main class="kh-main" id="kh-main">
+            // A scenario with nothing to draw (Your cluster before a paste) shows no stage.
+            <main class="kh-main" id="kh-main" class:kh-nothing=move || player.scenario.with(|s| s.actors.is_empty())>
                 <section class="kh-stage" aria-label="Animation">
                     <Canvas/>
                     <Controls/>

@@ -159,6 +159,7 @@ for (const [w, h] of [[720, 1400], [1920, 1080]]) {
     check(await page.getByLabel(/Paste the output of/).count() === 1, 'the paste box has no label');
     check(await page.locator('input[type=file]').count() === 1, 'no file input');
     check(await page.locator('.kh-node-card').count() === 0, 'nodes drawn before a paste');
+    check(!(await page.locator('#kh-main').isVisible()), 'an empty stage is shown before a paste');
     await shoot(page, `empty-${w}`);
     check(errors.length === 0 && outside.length === 0, `errors: ${errors.join(' | ')} outside: ${outside.join(' ')}`);
     await page.close();
