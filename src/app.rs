@@ -175,7 +175,7 @@ fn prefers_reduced_motion() -> bool {
 
 /// Derives the layout and the frame from the player, and provides them.
 fn provide_ctx(player: Player) -> Ctx {
-    let layout = Memo::new(move |_| player.scenario.with(|s| Layout::new(&s.actors)));
+    let layout = Memo::new(move |_| player.scenario.with(Layout::for_scenario));
     let frame = Memo::new(move |_| {
         let (s, p) = (player.step.get(), player.shown_progress());
         player.scenario.with(|sc| layout.with(|l| frame(sc, l, s, p)))
@@ -290,6 +290,7 @@ fn Page(frame: Memo<Frame>) -> impl IntoView {
                 </div>
             </div>
             <Notices/>
+            <crate::cluster::IfYourCluster/>
             <ParamControls/>
             {move || (player.view.get() == Mode::Transcript).then(|| view! { <TranscriptPage/> })}
             {move || (player.view.get() == Mode::Animation).then(|| view! { <Animation/> })}
@@ -300,11 +301,13 @@ fn Page(frame: Memo<Frame>) -> impl IntoView {
 /// The animation: the canvas and its controls, the narration and the panels.
 #[component]
 fn Animation() -> impl IntoView {
+    let player = expect_context::<Ctx>().player;
     view! {
             // Reading order is the narrow layout's order: the animation,
             // what the step is about, the options and legend, then the
             // details. Wide, the grid moves the narration beside the canvas.
-            <main class="kh-main" id="kh-main">
+            // A scenario with nothing to draw (Your cluster before a paste) shows no stage.
+            <main class="kh-main" id="kh-main" class:kh-nothing=move || player.scenario.with(|s| s.actors.is_empty())>
                 <section class="kh-stage" aria-label="Animation">
                     <Canvas/>
                     <LiveRegion/>

@@ -72,6 +72,7 @@ pub fn Canvas() -> impl IntoView {
                     view! {
                         <Zones/>
                         {actors.into_iter().filter(|a| a.parent.is_none()).map(|a| view! { <ActorBox actor=a/> }).collect_view()}
+                        {ctx.layout.with_untracked(|l| l.groups.iter().filter(|g| g.node.is_none()).cloned().collect::<Vec<_>>()).into_iter().map(|g| view! { <Group group=g/> }).collect_view()}
                     }
                 }}
                 <Trails/>
@@ -246,7 +247,9 @@ fn NodeCard(node: Actor) -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let id = node.id;
     let Some(card) = ctx.layout.with_untracked(|l| l.node_card(id).copied()) else { return ().into_any() };
-    let pods: Vec<Actor> = ctx.player.scenario.with_untracked(|s| s.actors.iter().filter(|a| a.parent == Some(id)).cloned().collect());
+    // Pods with a box of their own; the others are in the node's group box.
+    let pods: Vec<Actor> = ctx.layout.with_untracked(|l| ctx.player.scenario.with_untracked(|s| s.actors.iter().filter(|a| a.parent == Some(id) && l.has_box(a.id)).cloned().collect()));
+    let group = ctx.layout.with_untracked(|l| l.groups.iter().find(|g| g.node == Some(id)).cloned());
     // The node's rule summary in the current view, and which lines the
     // current hop matched here.
     let rules = Memo::new(move |_| {
@@ -317,9 +320,35 @@ fn NodeCard(node: Actor) -> impl IntoView {
                 </g>
             })}
             {pods.into_iter().map(|p| view! { <PodBox pod=p/> }).collect_view()}
+            {group.map(|g| view! { <Group group=g/> })}
         </g>
     }
     .into_any()
+}
+
+/// A group box: the Pods of a node, or the nodes, drawn without a box
+/// of their own ("+37 Pods", "+42 nodes"); its title lists who is in it.
+#[component]
+fn Group(group: kubehops_core::scene::GroupBox) -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let r = group.rect;
+    let label = group.label();
+    let names: Vec<String> = ctx.player.scenario.with_untracked(|s| {
+        group.members.iter().filter_map(|m| s.actor(*m)).filter(|a| a.kind == group.kind || (group.kind != ActorKind::Node && a.kind.is_pod())).take(40).map(|a| a.label.clone()).collect()
+    });
+    let more = group.members.len().saturating_sub(names.len());
+    let title = if more > 0 && group.kind != ActorKind::Node { format!("{label}: {}, …", names.join(", ")) } else { format!("{label}: {}", names.join(", ")) };
+    let sub = if group.kind == ActorKind::Node { "not in this story" } else { "not in this story" };
+    let cx = r.x + r.w / 2.0;
+    let data = label.clone();
+    view! {
+        <g class="kh-group" data-group=data>
+            <title>{title}</title>
+            <rect x=r.x y=r.y width=r.w height=r.h rx="8"></rect>
+            <text x=cx y=r.y + r.h / 2.0 - 2.0 class="kh-label" text-anchor="middle">{label}</text>
+            {(r.h >= 44.0).then(|| view! { <text x=cx y=r.y + r.h / 2.0 + 16.0 class="kh-muted" text-anchor="middle">{sub}</text> })}
+        </g>
+    }
 }
 
 #[component]

@@ -196,7 +196,7 @@ pub fn ParamControls() -> impl IntoView {
     let p = ctx.player;
     let specs = Memo::new(move |_| {
         let id = p.scenario_id.get();
-        kubehops_core::scenarios::entry(&id).map(|e| (e.params)()).unwrap_or_default()
+        p.cluster.with(|c| crate::cluster::specs_for(&id, c))
     });
     move || {
         let specs = specs.get();
@@ -224,6 +224,8 @@ fn ParamControl(spec: ParamSpec) -> impl IntoView {
     };
     let body = match spec.kind.clone() {
         ParamKind::Choice { options, style: ChoiceStyle::Tabs, .. } => view! { <Tabs key=spec.key.clone() label=spec.label.clone() options=options/> }.into_any(),
+        ParamKind::Choice { options, style: ChoiceStyle::Menu, .. } if options.is_empty() => ().into_any(),
+        ParamKind::Choice { options, style: ChoiceStyle::Menu, .. } => view! { <Menu key=spec.key.clone() label=spec.label.clone() options=options/> }.into_any(),
         ParamKind::Choice { options, .. } => view! { <Segmented key=spec.key.clone() label=spec.label.clone() options=options/> }.into_any(),
         ParamKind::Toggle { .. } => view! { <Toggle key=spec.key.clone() label=spec.label.clone()/> }.into_any(),
         ParamKind::Set { options } => view! { <ReadySet key=spec.key.clone() label=spec.label.clone() options=options/> }.into_any(),
@@ -298,6 +300,35 @@ fn focus_tab(key: &str, value: &str) {
     use wasm_bindgen::JsCast;
     if let Some(el) = document().get_element_by_id(&format!("kh-tab-{key}-{value}")).and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok()) {
         let _ = el.focus();
+    }
+}
+
+/// A menu (`<select>`) for a choice with many options: a pasted
+/// cluster's Services and clients.
+#[component]
+fn Menu(key: String, label: String, options: Vec<Choice>) -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let p = ctx.player;
+    let k = key.clone();
+    let current = Memo::new(move |_| p.scenario.with(|s| s.params.choice(&k).unwrap_or_default().to_string()));
+    let id = format!("kh-menu-{key}");
+    // The choice is set on the select once its options are there (an
+    // effect runs after the render), not by one reactive `selected` per
+    // option: a cluster's menu of clients has thousands.
+    let select = NodeRef::<leptos::html::Select>::new();
+    Effect::new(move |_| {
+        let v = current.get();
+        if let Some(el) = select.get() {
+            el.set_value(&v);
+        }
+    });
+    view! {
+        <div class="kh-menu-param">
+            <label class="kh-param-label" for=id.clone()>{label}</label>
+            <select id=id class="kh-menu" node_ref=select on:change=move |ev| p.set_param(&key, Value::Choice(event_target_value(&ev)))>
+                {options.into_iter().map(|c| view! { <option value=c.value>{c.label}</option> }).collect_view()}
+            </select>
+        </div>
     }
 }
 

@@ -2,6 +2,7 @@
 
 mod app;
 mod canvas;
+mod cluster;
 mod controls;
 mod editor;
 mod embed;

@@ -80,7 +80,8 @@ pub fn RulesPanel() -> impl IntoView {
         let f = ctx.frame.get();
         ctx.with_scenario(|s| rules_panel(s, &f, pinned.get()))
     });
-    let nodes = Memo::new(move |_| ctx.with_scenario(|s| s.actors.iter().filter(|a| a.kind == ActorKind::Node).map(|a| (a.id, a.short.clone())).collect::<Vec<_>>()));
+    // The nodes with a card on the canvas (in a big cluster, the others are a group).
+    let nodes = Memo::new(move |_| ctx.layout.with(|l| ctx.with_scenario(|s| s.actors.iter().filter(|a| a.kind == ActorKind::Node && l.has_box(a.id)).map(|a| (a.id, a.short.clone())).collect::<Vec<_>>())));
     let list = NodeRef::<html::Ol>::new();
     Effect::new(move |_| {
         model.track();
@@ -217,6 +218,7 @@ pub fn ConntrackPanel() -> impl IntoView {
         <section class="kh-card kh-conntrack" aria-labelledby="kh-ct-title" data-testid="conntrack">
             <h2 id="kh-ct-title">"conntrack " <span class="kh-sub">"conntrack -L on each node, newest last"</span></h2>
             <div class="kh-ct-nodes">{body}</div>
+            {move || model.with(|m| (m.not_listed > 0).then(|| format!("{} without entries not listed.", plural(m.not_listed, "node", "nodes")))).map(|t| view! { <p class="kh-ct-empty">{t}</p> })}
         </section>
     }
 }

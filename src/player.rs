@@ -32,7 +32,10 @@ thread_local! {
 
 /// The scenario for (id, parameters), with a typed Service read by the
 /// same reader as the CLI's: `None` in `scenario` when it was refused.
-fn build(id: &str, params: &Params) -> Built {
+fn build(id: &str, params: &Params, cluster: &crate::cluster::ClusterRead) -> Built {
+    if let (true, Some(Ok(r))) = (id == scenarios::your_cluster::ENTRY.id, cluster) {
+        return Built { scenario: Some(scenarios::your_cluster::build(&r.input, params)), refusal: None };
+    }
     let kept = PREBUILT.with(|c| {
         let mut c = c.borrow_mut();
         let same = c.as_ref().is_some_and(|(i, p, _)| i == id && p == params);
@@ -64,7 +67,7 @@ fn build(id: &str, params: &Params) -> Built {
 /// shown before.
 fn without_edit(id: &str, params: &Params) -> Scenario {
     let own = params.clone().with("manifest", Value::Manifest(String::new()));
-    build(id, &own).scenario.unwrap_or_else(|| (scenarios::REGISTRY[0].build)(&Params::default()))
+    build(id, &own, &None).scenario.unwrap_or_else(|| (scenarios::REGISTRY[0].build)(&Params::default()))
 }
 
 #[derive(Clone, Copy)]
@@ -96,14 +99,28 @@ pub struct Player {
     pub display: RwSignal<Display>,
     /// The animation, or the transcript (`view=transcript`).
     pub view: RwSignal<Mode>,
+    /// The text pasted (or loaded from a file) on "Your cluster", and the
+    /// name errors give it (`STDIN`, or the file's name). Never in the link.
+    pub pasted: RwSignal<String>,
+    pub pasted_name: RwSignal<String>,
+    /// What the reader made of it.
+    pub cluster: Memo<crate::cluster::ClusterRead>,
 }
 
 impl Player {
     pub fn new(id: &str, params: Params, reduced_motion: bool) -> Player {
         let scenario_id = RwSignal::new(id.to_string());
         let params = RwSignal::new(params);
-        // What the core built for (id, parameters), with a typed Service's refusal.
-        let built = Memo::new(move |_| params.with(|p| build(&scenario_id.get(), p)));
+        let pasted = RwSignal::new(String::new());
+        let pasted_name = RwSignal::new("STDIN".to_string());
+        let cluster = Memo::new(move |_| pasted.with(|t| crate::cluster::read_pasted(&pasted_name.get(), t)));
+        // What the core built for (id, parameters), with a typed Service's
+        // refusal. Only "Your cluster" depends on the paste.
+        let built = Memo::new(move |_| {
+            let id = scenario_id.get();
+            let c = if id == scenarios::your_cluster::ENTRY.id { cluster.get() } else { None };
+            params.with(|p| build(&id, p, &c))
+        });
         let scenario = Memo::new(move |prev: Option<&Scenario>| {
             built.with(|b| match (&b.scenario, prev) {
                 (Some(s), _) => s.clone(),
@@ -126,6 +143,9 @@ impl Player {
             notices: RwSignal::new(Vec::new()),
             display: RwSignal::new(Display::default()),
             view: RwSignal::new(Mode::Animation),
+            pasted,
+            pasted_name,
+            cluster,
         }
     }
 
@@ -354,7 +374,7 @@ impl Player {
     pub fn open_link(&self, hash: &str) {
         // The link names a scenario and step; counting its steps builds it.
         let parsed = link::parse_with(hash, scenarios::REGISTRY, |id, p| {
-            let b = build(id, p);
+            let b = build(id, p, &None);
             // A refused typed Service shows the scenario's own steps.
             let n = b.scenario.as_ref().map_or_else(|| without_edit(id, p).steps.len(), |s| s.steps.len());
             PREBUILT.with(|c| *c.borrow_mut() = Some((id.to_string(), p.clone(), b)));

@@ -681,7 +681,7 @@ async function playToEnd(hash) {
 await test('navigation: one link per scenario, reachable by keyboard, opening each scenario', async () => {
   const { page, errors } = await open();
   const nav = page.getByRole('navigation', { name: 'Scenarios' });
-  check(await nav.getByRole('link').count() === 3, 'expected one link per scenario (three)');
+  check(await nav.getByRole('link').count() === 4, 'expected one link per scenario (four)');
   await nav.getByRole('link', { name: 'The five Service types' }).focus();
   await page.keyboard.press('Enter');
   await page.waitForFunction(() => location.hash.startsWith('#/service-types/1'));

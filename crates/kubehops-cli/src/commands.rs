@@ -42,9 +42,7 @@ type Outcome = Result<Output, (String, Error)>;
 /// Warnings as printed on stderr: notes about the input, then stored
 /// values the API server would have refused.
 fn warnings(c: &Cluster) -> String {
-    let notes = c.warnings.iter().map(|w| format!("warning: {w}\n"));
-    let stored = c.stored_warnings.iter().map(|w| format!("{}\n", crate::stored_warning(w)));
-    notes.chain(stored).collect()
+    kubehops_objects::cluster::warning_lines(c).iter().map(|l| format!("{l}\n")).collect()
 }
 
 /// Reads `-f` inputs into a checked cluster.

@@ -15,8 +15,7 @@ pub use kubehops_objects::objects;
 pub use kubehops_objects::time;
 pub mod process;
 
-use kubehops_core::api::ObjectRef;
-use kubehops_core::api::server::{ApiError, StoredWarning};
+use kubehops_core::api::server::ApiError;
 use kubehops_core::dns::DnsWarning;
 use std::fmt;
 use std::io::{Read, Write};
@@ -66,35 +65,8 @@ impl fmt::Display for Error {
 
 pub use kubehops_objects::cause;
 
-/// An object as a warning names it: `"web"` in namespace default, else
-/// `"prod/web"`.
-fn object(r: &ObjectRef) -> String {
-    if r.namespace == "default" {
-        format!("\"{}\"", r.name)
-    } else {
-        format!("\"{}/{}\"", r.namespace, r.name)
-    }
-}
-
-/// A stored value the API server would have refused, as kubectl prints the
-/// API server's warnings (`Warning: …`, without a final newline).
-pub fn stored_warning(w: &StoredWarning) -> String {
-    const REFUSED: &str = "the API server would have refused one of them";
-    match w {
-        StoredWarning::ClusterIpInUse { service, ip, holder } => {
-            format!("Warning: Service {} has clusterIP {ip}, already used by Service {}; {REFUSED}", object(service), object(holder))
-        }
-        StoredWarning::NodePortInUse { service, field, port, holder, holder_field } => format!(
-            "Warning: Service {} has {field} {port}, already used by Service {} as {holder_field}; {REFUSED}",
-            object(service),
-            object(holder)
-        ),
-        StoredWarning::HealthCheckNodePortNotAllowed { service, port } => format!(
-            "Warning: Service {} has spec.healthCheckNodePort {port}, which the API server allows only for type LoadBalancer with externalTrafficPolicy Local; kube-proxy ignores it",
-            object(service)
-        ),
-    }
-}
+pub use kubehops_objects::stored_warning;
+use kubehops_objects::object_name as object;
 
 /// Where a DNS answer may differ from CoreDNS's (`Warning: …`).
 pub fn dns_warning(w: &DnsWarning) -> String {

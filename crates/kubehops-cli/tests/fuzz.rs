@@ -25,3 +25,28 @@ fn the_same_seed_gives_the_same_cases() {
     assert_eq!((a.text, a.args, a.program), (b.text, b.args, b.program));
     assert_ne!(fuzz::case(7, 41).text, fuzz::case(8, 41).text);
 }
+
+#[path = "../examples/fuzz_cluster.rs"]
+#[allow(dead_code)]
+mod fuzz_cluster;
+
+#[test]
+fn three_hundred_fuzzed_pastes_read_build_and_lay_out_without_a_panic() {
+    let seeds = fuzz_cluster_seeds();
+    let mut read = 0;
+    for i in 0..300 {
+        let t = fuzz_cluster::text(3, i, &seeds);
+        if fuzz_cluster::run(3, i, &t) {
+            read += 1;
+        }
+    }
+    // Some pastes survive their mutations and play, so the build is reached.
+    assert!(read > 30, "{read} of 300 read");
+}
+
+fn fuzz_cluster_seeds() -> Vec<String> {
+    vec![
+        format!("{}\n---\n{}", include_str!("fixtures/cluster/cluster.yaml"), include_str!("fixtures/cluster/shop.json")),
+        kubehops_objects::cluster::example_yaml(4, 12, 5),
+    ]
+}

@@ -169,6 +169,16 @@ fn check_routes(s: &Scenario, l: &Layout) {
                     assert!(!r.crossed_by(a, b), "{}: hop {:?} crosses the box of {:?} ({r:?}): {route:?}", s.id, h.caption, s.actor(*id).map(|x| &x.label));
                 }
             }
+            // Group boxes ("+37 Pods", "+42 nodes") are crossed only by
+            // routes to or from one of their members.
+            for g in &l.groups {
+                if own.iter().any(|a| g.members.contains(a)) {
+                    continue;
+                }
+                for (a, b) in segments(&route) {
+                    assert!(!g.rect.crossed_by(a, b), "{}: hop {:?} crosses the group box {:?}: {route:?}", s.id, h.caption, g.label());
+                }
+            }
             legs.push((h.leg, route, h.caption.clone()));
         }
         for (la, ra, ca) in legs.iter().filter(|l| l.0 == Leg::Out) {
@@ -194,6 +204,116 @@ fn check_boxes(s: &Scenario, l: &Layout) {
             let nested = [(a, b), (b, a)].iter().any(|(p, n)| l.node_card(**n).is_some_and(|c| c.pods.contains(l.rect(**p).unwrap().center())));
             assert!(nested || !ra.intersects(rb), "{}: {a:?} overlaps {b:?}", s.id);
         }
+    }
+    // A group box lies inside the canvas, inside its node's Pod area if it
+    // is one of Pods, and overlaps no box but its node's card.
+    for g in &l.groups {
+        let r = g.rect;
+        assert!(r.x >= 0.0 && r.y >= 0.0 && r.right() <= canvas.right() && r.bottom() <= canvas.bottom(), "{}: {} leaves the canvas", s.id, g.label());
+        if let Some(n) = g.node {
+            assert!(l.node_card(n).is_some_and(|c| c.pods.contains(r.center())), "{}: {} is in its node", s.id, g.label());
+        }
+        for (id, b) in &l.boxes {
+            if Some(*id) == g.node {
+                continue;
+            }
+            assert!(!r.intersects(b), "{}: {} overlaps {:?}", s.id, g.label(), s.actor(*id).map(|x| &x.label));
+        }
+        assert!(g.members.iter().all(|m| !l.has_box(*m)), "{}: a member of {} has a box of its own", s.id, g.label());
+    }
+}
+
+/// A cluster of `nodes` nodes, `pods` Pods and `services` Services (every
+/// fifth a NodePort), each Service with `pods / services` endpoints, built
+/// from typed objects as the reader would give them.
+fn big_cluster(nodes: usize, pods: usize, services: usize) -> kubehops_core::scenarios::your_cluster::ClusterInput {
+    use kubehops_core::api::*;
+    use kubehops_core::net::{Cidr, Protocol};
+    use std::net::Ipv4Addr;
+    let node_ip = |i: usize| Ipv4Addr::new(10, 0, (i / 250) as u8, (10 + i % 250) as u8);
+    let pod_ip = |p: usize| Ipv4Addr::new(10, 100 + ((p % nodes) / 250) as u8, ((p % nodes) % 250) as u8, (2 + p / nodes % 250) as u8);
+    let mut input = kubehops_core::scenarios::your_cluster::ClusterInput::default();
+    input.nodes = (0..nodes).map(|n| Node { name: format!("node-{}", n + 1), internal_ip: node_ip(n), pod_cidr: Some(Cidr::new(Ipv4Addr::new(10, 100 + (n / 250) as u8, (n % 250) as u8, 0), 24)) }).collect();
+    input.pods = (0..pods)
+        .map(|p| Pod {
+            name: format!("app{}-7c9d8f5b6-p{p:05}", p % services),
+            namespace: format!("ns{}", p % services % 10),
+            labels: [("app".to_string(), format!("app{}", p % services))].into(),
+            node_name: format!("node-{}", p % nodes + 1),
+            ip: pod_ip(p),
+            container_port: 8080,
+            port_name: None,
+            ready: true,
+        })
+        .collect();
+    for sv in 0..services {
+        let np = sv % 5 == 0;
+        input.services.push(Service {
+            name: format!("app{sv}"),
+            namespace: format!("ns{}", sv % 10),
+            annotations: Default::default(),
+            spec: ServiceSpec {
+                type_: if np { ServiceType::NodePort } else { ServiceType::ClusterIP },
+                selector: [("app".to_string(), format!("app{sv}"))].into(),
+                ports: vec![ServicePort { name: Some("http".into()), protocol: Protocol::Tcp, port: 80, target_port: 8080, node_port: np.then_some(30000 + sv as u16) }],
+                cluster_ip: Some(Ipv4Addr::new(10, 96, (1 + sv / 250) as u8, (1 + sv % 250) as u8)),
+                ..Default::default()
+            },
+            status: Default::default(),
+            created: None,
+        });
+        input.slices.push(EndpointSlice {
+            name: format!("app{sv}-abcde"),
+            namespace: format!("ns{}", sv % 10),
+            service_name: format!("app{sv}"),
+            endpoints: (sv..pods)
+                .step_by(services)
+                .map(|p| Endpoint { ip: pod_ip(p), node_name: format!("node-{}", p % nodes + 1), ready: true, serving: true, terminating: false, target_ref: format!("Pod/app{sv}-7c9d8f5b6-p{p:05}"), hostname: None })
+                .collect(),
+            ports: vec![EndpointPort { name: Some("http".into()), protocol: Protocol::Tcp, port: 8080 }],
+        });
+    }
+    input
+}
+
+#[test]
+fn a_big_pasted_cluster_groups_what_does_not_fit_and_keeps_every_invariant() {
+    use kubehops_core::scenarios::your_cluster;
+    let input = big_cluster(50, 2000, 500);
+    for (service, client) in [("ns0/app0", "outside"), ("ns3/app13", "pod:ns7/app7-7c9d8f5b6-p00007"), ("ns5/app5", "node:node-40")] {
+        let mut p = kubehops_core::scenarios::Params::default();
+        p.insert("service", kubehops_core::scenarios::Value::Choice(service.into()));
+        p.insert("client", kubehops_core::scenarios::Value::Choice(client.into()));
+        let s = your_cluster::build(&input, &p);
+        assert_eq!(s.params.choice("service"), Some(service));
+        let st = &s.steps[2];
+        assert!(st.hops.len() >= 3 && st.hops.iter().all(|h| h.kind != kubehops_core::sim::HopKind::Dropped), "{service} from {client}: {}", st.narration);
+        for st in &s.steps {
+            for h in &st.hops {
+                check_rewrites(&s, h);
+            }
+        }
+        for conn in connections(s.steps.iter().flat_map(|st| st.hops.iter())).values() {
+            check_connection(&s, conn);
+        }
+        check_snapshots(&s);
+        let l = Layout::for_scenario(&s);
+        assert!(l.nodes.len() <= kubehops_core::scene::layout::MAX_NODES_SHOWN, "{} node cards", l.nodes.len());
+        let labels: Vec<String> = l.groups.iter().map(|g| g.label()).collect();
+        assert!(labels.iter().any(|g| g.ends_with(" nodes")), "{labels:?}");
+        assert!(labels.iter().any(|g| g.ends_with(" Pods")), "{labels:?}");
+        // Every actor is drawn: in a box of its own or in exactly one group.
+        for a in s.actors.iter().filter(|a| a.zone == kubehops_core::sim::Zone::Cluster) {
+            let groups = l.groups.iter().filter(|g| g.members.contains(&a.id)).count();
+            assert_eq!(usize::from(l.has_box(a.id)) + groups, 1, "{}", a.label);
+        }
+        // Everything the hops touch has a box of its own.
+        for h in s.steps.iter().flat_map(|st| st.hops.iter()) {
+            assert!(l.has_box(h.from) && l.has_box(h.to), "{}", h.caption);
+        }
+        assert!(l.height < 4000.0, "legible: {} units tall", l.height);
+        check_boxes(&s, &l);
+        check_routes(&s, &l);
     }
 }
 

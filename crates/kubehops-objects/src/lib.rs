@@ -8,12 +8,14 @@
 //! [`input`] turns a text into documents, [`objects`] turns documents into
 //! a [`objects::Cluster`], [`time`] reads RFC 3339 times.
 
+pub mod cluster;
 pub mod edit;
 pub mod input;
 pub mod objects;
 pub mod time;
 
-use kubehops_core::api::server::{ApiError, FieldError, FieldErrorKind};
+use kubehops_core::api::server::{ApiError, FieldError, FieldErrorKind, StoredWarning};
+use kubehops_core::api::ObjectRef;
 use std::fmt;
 
 /// Why an input could not be read.
@@ -75,6 +77,36 @@ pub fn cause(e: &FieldError) -> String {
         s.push_str(&e.detail);
     }
     s
+}
+
+/// An object as a warning names it: `"web"` in namespace default, else
+/// `"prod/web"`.
+pub fn object_name(r: &ObjectRef) -> String {
+    if r.namespace == "default" {
+        format!("\"{}\"", r.name)
+    } else {
+        format!("\"{}/{}\"", r.namespace, r.name)
+    }
+}
+
+/// A stored value the API server would have refused, as kubectl prints the
+/// API server's warnings (`Warning: …`, without a final newline).
+pub fn stored_warning(w: &StoredWarning) -> String {
+    const REFUSED: &str = "the API server would have refused one of them";
+    match w {
+        StoredWarning::ClusterIpInUse { service, ip, holder } => {
+            format!("Warning: Service {} has clusterIP {ip}, already used by Service {}; {REFUSED}", object_name(service), object_name(holder))
+        }
+        StoredWarning::NodePortInUse { service, field, port, holder, holder_field } => format!(
+            "Warning: Service {} has {field} {port}, already used by Service {} as {holder_field}; {REFUSED}",
+            object_name(service),
+            object_name(holder)
+        ),
+        StoredWarning::HealthCheckNodePortNotAllowed { service, port } => format!(
+            "Warning: Service {} has spec.healthCheckNodePort {port}, which the API server allows only for type LoadBalancer with externalTrafficPolicy Local; kube-proxy ignores it",
+            object_name(service)
+        ),
+    }
 }
 
 impl std::error::Error for ReadError {}

@@ -120,7 +120,7 @@ pub fn load(docs: &[Document], options: LoadOptions) -> Result<Cluster, Error> {
                 return Err(Error::Other(format!("{kind} \"{shown}\" is given twice (in {first} and {})", doc.source)));
             }
             seen.insert(key, doc.source.clone());
-            let v = &obj.value;
+            let v = obj.value;
             match kind {
                 "Service" => read.push(service(v, &name, &namespace, node_port_range, &mut c.warnings)?),
                 "EndpointSlice" => {
@@ -219,16 +219,17 @@ pub fn reads(api_version: &str, kind: &str) -> bool {
 }
 
 /// An object with its apiVersion and kind.
-struct Object {
+/// (Borrowed from its document: a List's items are not copied.)
+struct Object<'a> {
     api_version: String,
     kind: String,
-    value: Value,
+    value: &'a Value,
 }
 
 /// The objects of one document: itself, or the items of a List
 /// (`kind: List`, or a typed list such as `ServiceList` whose items may
 /// leave out apiVersion and kind).
-fn expand(doc: &Document) -> Result<Vec<Object>, Error> {
+fn expand(doc: &Document) -> Result<Vec<Object<'_>>, Error> {
     let where_ = format!("document {} of {}", doc.index, doc.source);
     let top = one_object(&doc.value, None, &where_)?;
     if !top.kind.ends_with("List") {
@@ -247,7 +248,7 @@ fn expand(doc: &Document) -> Result<Vec<Object>, Error> {
         .collect()
 }
 
-fn one_object(v: &Value, defaults: Option<&(String, String)>, where_: &str) -> Result<Object, Error> {
+fn one_object<'a>(v: &'a Value, defaults: Option<&(String, String)>, where_: &str) -> Result<Object<'a>, Error> {
     if !v.is_object() {
         return Err(Error::Other(format!("unable to decode {where_}: expected a Kubernetes object (a mapping with apiVersion and kind), found {}", type_name(v))));
     }
@@ -257,7 +258,7 @@ fn one_object(v: &Value, defaults: Option<&(String, String)>, where_: &str) -> R
     match (api_version, kind) {
         (_, None) => Err(Error::Other(format!("unable to decode {where_}: Object 'Kind' is missing"))),
         (None, Some(_)) => Err(Error::Other(format!("unable to decode {where_}: Object 'apiVersion' is missing"))),
-        (Some(api_version), Some(kind)) => Ok(Object { api_version, kind, value: v.clone() }),
+        (Some(api_version), Some(kind)) => Ok(Object { api_version, kind, value: v }),
     }
 }
 

@@ -158,6 +158,11 @@ pub struct ApiServer {
     /// Used only when free; otherwise the hash-based pick applies.
     pub cluster_ip_draws: BTreeMap<ObjectRef, Ipv4Addr>,
     node_ports: BTreeSet<(Protocol, u16)>,
+    /// EndpointSlices read as stored (a pasted cluster's), used instead
+    /// of the controller's slices computed from Pods. `None`: the
+    /// controller writes them.
+    #[serde(default)]
+    pub stored_slices: Option<Vec<EndpointSlice>>,
 }
 
 impl ApiServer {
@@ -170,6 +175,7 @@ impl ApiServer {
             cluster_ips: BTreeSet::new(),
             cluster_ip_draws: BTreeMap::new(),
             node_ports: BTreeSet::new(),
+            stored_slices: None,
         };
         // The network address and the first address (taken by the
         // `kubernetes` Service) are never handed out.
@@ -338,6 +344,23 @@ impl ApiServer {
         Ok(svc)
     }
 
+    /// Stores Services as they were read (already admitted: cluster IPs
+    /// and node ports filled in, clashes warned about by
+    /// `admit_stored_services`), taking their values in the allocators.
+    pub fn store_services(&mut self, services: impl IntoIterator<Item = Service>) {
+        for svc in services {
+            if let Some(ip) = svc.spec.cluster_ip {
+                self.cluster_ips.insert(ip);
+            }
+            for p in &svc.spec.ports {
+                if let Some(n) = p.node_port {
+                    self.node_ports.insert((p.protocol, n));
+                }
+            }
+            self.services.insert(svc.object_ref(), svc);
+        }
+    }
+
     /// Deletes a Service and frees its ClusterIP and node ports.
     pub fn delete_service(&mut self, namespace: &str, name: &str) -> Option<Service> {
         let svc = self.services.remove(&ObjectRef::new(namespace, name))?;
@@ -362,6 +385,16 @@ impl ApiServer {
     /// The EndpointSlice controller: one slice per Service with a selector,
     /// listing every matching Pod with its readiness.
     pub fn endpoint_slice(&self, svc: &Service) -> Option<EndpointSlice> {
+        if let Some(stored) = &self.stored_slices {
+            // Stored slices: the Service's, merged into one (a Service's
+            // endpoints may be spread over several slices).
+            let mut mine = stored.iter().filter(|s| s.namespace == svc.namespace && s.service_name == svc.name);
+            let mut first = mine.next()?.clone();
+            for s in mine {
+                first.endpoints.extend(s.endpoints.iter().cloned());
+            }
+            return Some(first);
+        }
         if svc.spec.selector.is_empty() || svc.spec.type_ == ServiceType::ExternalName {
             return None;
         }
@@ -391,6 +424,9 @@ impl ApiServer {
     }
 
     pub fn endpoint_slices(&self) -> Vec<EndpointSlice> {
+        if let Some(stored) = &self.stored_slices {
+            return stored.clone();
+        }
         self.services.values().filter_map(|s| self.endpoint_slice(s)).collect()
     }
 

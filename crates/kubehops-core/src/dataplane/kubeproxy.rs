@@ -162,6 +162,11 @@ pub struct NodeRules {
 }
 
 impl NodeRules {
+    /// No rules at all: a node whose kube-proxy has not synced yet.
+    pub fn empty(node: &str) -> NodeRules {
+        NodeRules { node: node.into(), filter: Table::new(TableName::Filter), nat: Table::new(TableName::Nat), services: Vec::new() }
+    }
+
     /// Both tables in `iptables-save` format: `*filter … COMMIT` then `*nat … COMMIT`.
     pub fn save(&self) -> Vec<String> {
         let mut out = self.filter.save();

@@ -21,6 +21,7 @@ pub mod edited;
 pub mod params;
 pub mod service_types;
 mod text;
+pub mod your_cluster;
 
 pub use params::{combinations, Choice, ChoiceStyle, ParamKind, ParamSpec, Params, Value};
 pub use text::render_text;
@@ -61,7 +62,7 @@ pub struct Edit {
 }
 
 /// Every scenario the core can build, in the order the app lists them.
-pub const REGISTRY: &[Entry] = &[nodeport_loadbalancer::ENTRY, service_types::ENTRY, local_lab::ENTRY];
+pub const REGISTRY: &[Entry] = &[nodeport_loadbalancer::ENTRY, service_types::ENTRY, local_lab::ENTRY, your_cluster::ENTRY];
 
 pub fn entry(id: &str) -> Option<&'static Entry> {
     REGISTRY.iter().find(|e| e.id == id)

@@ -8,6 +8,9 @@
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// The longest value a menu without options takes from a link.
+const MAX_OPEN_VALUE: usize = 320;
+
 /// One option of a choice or a set: the value links carry and its label.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Choice {
@@ -32,6 +35,10 @@ pub enum ChoiceStyle {
     Demo,
     /// Not offered as a control; set by the app (the tab a user came from).
     Hidden,
+    /// A menu (`<select>`), for long lists (a pasted cluster's Services
+    /// and Pods). Declared without options, it takes any value a link
+    /// names (see [`ParamSpec::parse`]) until a cluster gives it options.
+    Menu,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -105,6 +112,13 @@ impl ParamSpec {
     pub fn parse(&self, text: &str) -> Result<Value, String> {
         let shown = crate::link::short(text);
         match &self.kind {
+            ParamKind::Choice { options, style: ChoiceStyle::Menu, .. } if options.is_empty() => {
+                if text.len() <= MAX_OPEN_VALUE && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"./:-_".contains(&b)) {
+                    Ok(Value::Choice(text.to_string()))
+                } else {
+                    Err(format!("\"{shown}\" is not a value of {}; it takes a namespace/name.", self.key))
+                }
+            }
             ParamKind::Choice { options, .. } => match options.iter().find(|c| c.value == text) {
                 Some(c) => Ok(Value::Choice(c.value.clone())),
                 None => Err(format!(
@@ -142,6 +156,7 @@ impl ParamSpec {
     /// Whether `v` is a value this parameter can take.
     fn accepts(&self, v: &Value) -> bool {
         match (&self.kind, v) {
+            (ParamKind::Choice { options, style: ChoiceStyle::Menu, .. }, Value::Choice(_)) if options.is_empty() => true,
             (ParamKind::Choice { options, .. }, Value::Choice(c)) => options.iter().any(|o| &o.value == c),
             (ParamKind::Toggle { .. }, Value::Toggle(_)) | (ParamKind::Seed, Value::Seed(_)) => true,
             // Any length: the editor states its own limit, and a link leaves out

@@ -43,6 +43,14 @@ const PANEL_MIN_H: f64 = 118.0;
 /// crosses the Pod's veth.
 const POD_LANE: f64 = 44.0;
 const BOX_GAP_MIN: f64 = 26.0;
+/// Above this many nodes, only featured ones get a card; the rest share
+/// one group card ("+42 nodes").
+pub const MAX_NODES_SHOWN: usize = 6;
+/// Above this many Pods on a node, only featured ones get a box; the rest
+/// share one group box ("+37 Pods").
+pub const MAX_PODS_SHOWN: usize = 5;
+/// Height of the group card of nodes without a card of their own.
+const NODE_GROUP_H: f64 = 58.0;
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Point {
@@ -120,6 +128,32 @@ pub struct NodeCard {
     pub pods: Rect,
 }
 
+/// A box standing for actors drawn without one of their own: the Pods
+/// of a node beyond those shown, or the nodes beyond those shown.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GroupBox {
+    pub rect: Rect,
+    /// Pods (of `node`) or nodes.
+    pub kind: ActorKind,
+    /// The node whose Pods these are; `None` for a group of nodes.
+    pub node: Option<ActorId>,
+    pub members: Vec<ActorId>,
+}
+
+impl GroupBox {
+    /// `+37 Pods`, `+42 nodes`, `+1 Pod`.
+    pub fn label(&self) -> String {
+        let n = self.members.len();
+        let noun = match (self.kind, n) {
+            (ActorKind::Node, 1) => "node",
+            (ActorKind::Node, _) => "nodes",
+            (_, 1) => "Pod",
+            _ => "Pods",
+        };
+        format!("+{n} {noun}")
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Layout {
     pub width: f64,
@@ -128,17 +162,79 @@ pub struct Layout {
     /// Every actor's box; a node's box is its whole card.
     pub boxes: Vec<(ActorId, Rect)>,
     pub nodes: Vec<NodeCard>,
+    /// Actors drawn together in one box (see [`MAX_NODES_SHOWN`],
+    /// [`MAX_PODS_SHOWN`]); empty when everything fits.
+    #[serde(default)]
+    pub groups: Vec<GroupBox>,
     /// x of the cluster network's bus, left of the node cards.
     bus_x: f64,
 }
 
+/// Which of `all` get a box of their own: all when they fit in `max`,
+/// else the featured ones (in `all`'s order) up to `max - 1`, and the
+/// first ones when none is featured, leaving room for the group.
+fn pick_shown(all: &[ActorId], featured: &[ActorId], max: usize, fill: usize) -> Vec<ActorId> {
+    if all.len() <= max {
+        return all.to_vec();
+    }
+    let room = max.saturating_sub(1).max(1);
+    // Featured first, in the order given (most important first).
+    let mut shown: Vec<ActorId> = Vec::new();
+    for f in featured.iter().filter(|f| all.contains(f)) {
+        if shown.len() < room && !shown.contains(f) {
+            shown.push(*f);
+        }
+    }
+    for a in all {
+        if shown.len() >= fill.min(room) {
+            break;
+        }
+        if !shown.contains(a) {
+            shown.push(*a);
+        }
+    }
+    // Drawn in the order of `all`.
+    all.iter().filter(|a| shown.contains(a)).copied().collect()
+}
+
 impl Layout {
+    /// The layout of these actors; where there are more nodes or Pods
+    /// than fit, the first ones are drawn and the rest grouped.
     pub fn new(actors: &[Actor]) -> Layout {
+        Layout::with_featured(actors, &[])
+    }
+
+    /// The layout of these actors, keeping the `featured` ones (the
+    /// actors a story touches) out of groups: nodes beyond
+    /// [`MAX_NODES_SHOWN`] and Pods of a node beyond [`MAX_PODS_SHOWN`]
+    /// are drawn as one group box each, featured actors first.
+    pub fn with_featured(actors: &[Actor], featured: &[ActorId]) -> Layout {
         let zones: Vec<Zone> = Zone::ALL.into_iter().filter(|z| actors.iter().any(|a| a.zone == *z && a.parent.is_none())).collect();
-        let cluster = actors.iter().filter(|a| a.kind == ActorKind::Node).collect::<Vec<_>>();
-        let pods_of = |n: ActorId| actors.iter().filter(move |a| a.kind.is_pod() && a.parent == Some(n));
-        let card_h = |n: ActorId| NODE_HEADER + pod_area_h(pods_of(n).count()) + ZONE_PAD;
-        let cluster_h = ZONE_LABEL + cluster.iter().map(|n| card_h(n.id)).sum::<f64>() + NODE_GAP * cluster.len().saturating_sub(1) as f64 + ZONE_PAD;
+        // A featured Pod features its node.
+        let mut featured_all: Vec<ActorId> = featured.to_vec();
+        featured_all.extend(featured.iter().filter_map(|f| actors.get(f.index()).and_then(|a| a.parent)));
+        let all_nodes: Vec<ActorId> = actors.iter().filter(|a| a.kind == ActorKind::Node).map(|a| a.id).collect();
+        let shown_nodes = pick_shown(&all_nodes, &featured_all, MAX_NODES_SHOWN, 3);
+        let hidden_nodes: Vec<ActorId> = all_nodes.iter().filter(|n| !shown_nodes.contains(n)).copied().collect();
+        let mut pods_by_node: std::collections::BTreeMap<ActorId, Vec<ActorId>> = Default::default();
+        for a in actors.iter().filter(|a| a.kind.is_pod()) {
+            if let Some(p) = a.parent {
+                pods_by_node.entry(p).or_default().push(a.id);
+            }
+        }
+        let shown_pods: std::collections::BTreeMap<ActorId, (Vec<ActorId>, Vec<ActorId>)> = shown_nodes
+            .iter()
+            .map(|n| {
+                let all = pods_by_node.get(n).cloned().unwrap_or_default();
+                let shown = pick_shown(&all, featured, MAX_PODS_SHOWN, 1);
+                let hidden = all.iter().filter(|p| !shown.contains(p)).copied().collect();
+                (*n, (shown, hidden))
+            })
+            .collect();
+        let boxes_in = |n: ActorId| shown_pods.get(&n).map_or(0, |(s, h)| s.len() + usize::from(!h.is_empty()));
+        let card_h = |n: ActorId| NODE_HEADER + pod_area_h(boxes_in(n)) + ZONE_PAD;
+        let group_h = if hidden_nodes.is_empty() { 0.0 } else { NODE_GROUP_H + NODE_GAP };
+        let cluster_h = ZONE_LABEL + shown_nodes.iter().map(|n| card_h(*n)).sum::<f64>() + NODE_GAP * shown_nodes.len().saturating_sub(1) as f64 + group_h + ZONE_PAD;
         let column_need = |z: Zone| {
             let hs: Vec<f64> = actors.iter().filter(|a| a.zone == z && a.parent.is_none() && a.kind != ActorKind::Node).map(box_h).collect();
             ZONE_LABEL + hs.iter().sum::<f64>() + BOX_GAP_MIN * (hs.len() + 1) as f64
@@ -150,6 +246,7 @@ impl Layout {
         let mut columns = Vec::new();
         let mut boxes = Vec::new();
         let mut nodes = Vec::new();
+        let mut groups = Vec::new();
         let mut bus_x = 0.0;
         for (i, z) in zones.iter().enumerate() {
             let last = i + 1 == zones.len();
@@ -164,21 +261,32 @@ impl Layout {
             if *z == Zone::Cluster {
                 bus_x = rect.x + BUS_W / 2.0 + 2.0;
                 let mut y = rect.y + ZONE_LABEL;
-                for n in members.iter().filter(|a| a.kind == ActorKind::Node) {
+                for n in members.iter().filter(|a| a.kind == ActorKind::Node && shown_nodes.contains(&a.id)) {
                     let card = Rect { x: rect.x + BUS_W + 4.0, y, w: rect.w - BUS_W - 4.0 - ZONE_PAD, h: card_h(n.id) };
                     let area_h = card.h - NODE_HEADER - ZONE_PAD;
                     let panel_w = ((card.w - 2.0 * ZONE_PAD - POD_LANE) * 0.55).floor();
                     let panel = Rect { x: card.x + ZONE_PAD, y: card.y + NODE_HEADER, w: panel_w, h: area_h };
                     let pods = Rect { x: panel.right() + POD_LANE, y: panel.y, w: card.right() - ZONE_PAD - panel.right() - POD_LANE, h: area_h };
                     boxes.push((n.id, card));
-                    let list: Vec<&Actor> = pods_of(n.id).collect();
-                    let k = list.len().max(1) as f64;
+                    let (list, hidden) = shown_pods.get(&n.id).cloned().unwrap_or_default();
+                    let k = boxes_in(n.id).max(1) as f64;
                     let ph = ((pods.h - POD_GAP * (k - 1.0)) / k).min(POD_H * 1.4);
                     for (j, p) in list.iter().enumerate() {
-                        boxes.push((p.id, Rect { x: pods.x, y: pods.y + j as f64 * (ph + POD_GAP), w: pods.w, h: ph }));
+                        boxes.push((*p, Rect { x: pods.x, y: pods.y + j as f64 * (ph + POD_GAP), w: pods.w, h: ph }));
+                    }
+                    if !hidden.is_empty() {
+                        let j = list.len();
+                        groups.push(GroupBox { rect: Rect { x: pods.x, y: pods.y + j as f64 * (ph + POD_GAP), w: pods.w, h: ph }, kind: ActorKind::Pod, node: Some(n.id), members: hidden });
                     }
                     nodes.push(NodeCard { node: n.id, card, panel, pods });
                     y += card.h + NODE_GAP;
+                }
+                if !hidden_nodes.is_empty() {
+                    let card = Rect { x: rect.x + BUS_W + 4.0, y, w: rect.w - BUS_W - 4.0 - ZONE_PAD, h: NODE_GROUP_H };
+                    let mut members = hidden_nodes.clone();
+                    // Their Pods are in the group too.
+                    members.extend(hidden_nodes.iter().flat_map(|n| pods_by_node.get(n).cloned().unwrap_or_default()));
+                    groups.push(GroupBox { rect: card, kind: ActorKind::Node, node: None, members });
                 }
             } else {
                 let hs: Vec<f64> = members.iter().map(|a| box_h(a)).collect();
@@ -192,11 +300,22 @@ impl Layout {
             columns.push(Column { zone: *z, rect, actors: members.iter().map(|a| a.id).collect() });
             x += w + GUTTER;
         }
-        Layout { width: WIDTH, height, columns, boxes, nodes, bus_x }
+        Layout { width: WIDTH, height, columns, boxes, nodes, groups, bus_x }
     }
 
+    /// Whether an actor has a box of its own (it is not in a group).
+    pub fn has_box(&self, id: ActorId) -> bool {
+        self.boxes.iter().any(|(a, _)| *a == id)
+    }
+
+    /// The group box an actor is drawn in, if it has no box of its own.
+    pub fn group_of(&self, id: ActorId) -> Option<&GroupBox> {
+        self.groups.iter().find(|g| g.members.contains(&id))
+    }
+
+    /// An actor's box, or the group box it is drawn in.
     pub fn rect(&self, id: ActorId) -> Option<Rect> {
-        self.boxes.iter().find(|(a, _)| *a == id).map(|(_, r)| *r)
+        self.boxes.iter().find(|(a, _)| *a == id).map(|(_, r)| *r).or_else(|| self.group_of(id).map(|g| g.rect))
     }
 
     pub fn node_card(&self, id: ActorId) -> Option<&NodeCard> {
@@ -214,8 +333,11 @@ impl Layout {
             return Some(c);
         }
         // A Pod is in its node's column.
-        let node = self.nodes.iter().find(|n| self.rect(id).is_some_and(|r| n.card.contains(r.center())))?;
-        self.columns.iter().position(|c| c.actors.contains(&node.node))
+        if let Some(node) = self.nodes.iter().find(|n| self.rect(id).is_some_and(|r| n.card.contains(r.center()))) {
+            return self.columns.iter().position(|c| c.actors.contains(&node.node));
+        }
+        // A grouped node (or its Pod): the cluster's column.
+        self.group_of(id).and_then(|_| self.columns.iter().position(|c| c.zone == Zone::Cluster))
     }
 
     /// The node whose card holds a Pod's box.

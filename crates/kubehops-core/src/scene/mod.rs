@@ -11,11 +11,59 @@ pub mod layout;
 pub mod panels;
 pub mod transcript;
 
-pub use layout::{pt, Layout, Point, Rect, Side, WIDTH};
+pub use layout::{pt, GroupBox, Layout, Point, Rect, Side, WIDTH};
 
 use crate::scenarios::Scenario;
 use crate::sim::HopKind;
 use serde::{Deserialize, Serialize};
+
+/// The actors a scenario's story touches, most important first: those
+/// its hops go between or decide on, then the endpoints its DNATs could
+/// pick and the endpoints its rules name (the Service's Pods). A layout
+/// keeps them out of groups.
+pub fn featured(s: &Scenario) -> Vec<crate::sim::ActorId> {
+    use crate::sim::{ActorId, RuleSummary};
+    let mut out: Vec<ActorId> = Vec::new();
+    let mut addrs: Vec<std::net::Ipv4Addr> = Vec::new();
+    for st in &s.steps {
+        for h in &st.hops {
+            out.push(h.from);
+            out.push(h.to);
+            if let Some(p) = &h.packet {
+                out.extend(p.decided_on);
+                addrs.extend(p.could_reach.iter().map(|a| a.ip));
+            }
+        }
+    }
+    for st in &s.steps {
+        for n in st.views.last().iter().flat_map(|v| v.nodes.iter()) {
+            for r in &n.rules {
+                if let RuleSummary::Endpoints { targets, .. } = r {
+                    addrs.extend(targets.iter().map(|t| t.ip));
+                }
+            }
+        }
+    }
+    // Endpoints by address, Pods only (capped: the layout shows a few per node anyway).
+    let mut seen = std::collections::BTreeSet::new();
+    for ip in addrs {
+        if seen.len() >= 64 || !seen.insert(ip) {
+            continue;
+        }
+        out.extend(s.actors.iter().find(|a| a.kind.is_pod() && a.ip == Some(ip)).map(|a| a.id));
+    }
+    let mut kept = std::collections::BTreeSet::new();
+    out.retain(|a| kept.insert(*a));
+    out
+}
+
+impl Layout {
+    /// The layout of a scenario, with the actors its story touches kept
+    /// out of groups (see [`featured`]).
+    pub fn for_scenario(s: &Scenario) -> Layout {
+        Layout::with_featured(&s.actors, &featured(s))
+    }
+}
 
 /// The point at fraction `t` (0..=1) of a polyline's length.
 pub fn point_along(path: &[Point], t: f64) -> Point {

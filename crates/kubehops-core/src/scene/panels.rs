@@ -181,6 +181,10 @@ pub struct CtNode {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConntrackPanel {
     pub nodes: Vec<CtNode>,
+    /// Nodes left out: in a cluster of more nodes than the canvas shows,
+    /// those without entries (and not the current hop's) are not listed.
+    #[serde(default)]
+    pub not_listed: usize,
     /// The hop whose changes `new` and `updated` show (1-based).
     pub changed_by: usize,
 }
@@ -209,8 +213,10 @@ pub fn conntrack_panel(s: &Scenario, f: &Frame) -> ConntrackPanel {
                 .collect();
             CtNode { node: a.id, name: a.short.clone(), ip: a.sublabel.clone(), entries, here: here == Some(a.id) }
         })
-        .collect();
-    ConntrackPanel { nodes, changed_by: f.view }
+        .collect::<Vec<CtNode>>();
+    let all = nodes.len();
+    let nodes: Vec<CtNode> = if all > crate::scene::layout::MAX_NODES_SHOWN { nodes.into_iter().filter(|n| !n.entries.is_empty() || n.here).collect() } else { nodes };
+    ConntrackPanel { not_listed: all - nodes.len(), nodes, changed_by: f.view }
 }
 
 #[cfg(test)]

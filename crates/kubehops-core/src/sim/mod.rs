@@ -50,6 +50,12 @@ pub struct World {
     node_actors: Vec<ActorId>,
     /// The rules each node's kube-proxy wrote last, by node index.
     pub rules: Vec<NodeRules>,
+    /// Whether node `i`'s kube-proxy has synced (`rules[i]` holds its
+    /// rules). A world built with [`World::new_lazy`] syncs a node only
+    /// when a story needs it: a pasted cluster of 50 nodes and 500
+    /// Services would otherwise compute 49 rule sets nobody looks at.
+    #[serde(default)]
+    synced: Vec<bool>,
     pub conntrack: Vec<ConntrackTable>,
     /// Whatever fills `status.loadBalancer`.
     pub lb: LbController,
@@ -83,12 +89,17 @@ impl World {
     /// A world whose nodes and Pods are actors already; add the laptop,
     /// the API server and other components with [`World::add_actor`].
     pub fn new(api: ApiServer, proxy: KubeProxyConfig, lb: LbController, internet: Internet, clock: u64) -> World {
+        World::with_sync(api, proxy, lb, internet, clock, true)
+    }
+
+    fn with_sync(api: ApiServer, proxy: KubeProxyConfig, lb: LbController, internet: Internet, clock: u64, sync: bool) -> World {
         let mut w = World {
             api,
             proxy,
             actors: Actors::default(),
             node_actors: Vec::new(),
             rules: Vec::new(),
+            synced: Vec::new(),
             conntrack: Vec::new(),
             lb,
             internet,
@@ -108,9 +119,31 @@ impl World {
             w.created.insert(s.object_ref(), 0);
         }
         w.add_cluster_actors();
-        w.rules = (0..w.api.nodes.len()).map(|i| w.desired_rules(i)).collect();
+        w.rules = if sync { (0..w.api.nodes.len()).map(|i| w.desired_rules(i)).collect() } else { w.api.nodes.iter().map(|n| NodeRules::empty(&n.name)).collect() };
+        w.synced = vec![sync; w.api.nodes.len()];
         w.conntrack = vec![ConntrackTable::default(); w.api.nodes.len()];
         w
+    }
+
+    /// The same world, but no node's kube-proxy has synced yet: call
+    /// [`World::sync_node_rules`] for the nodes a story shows; a packet
+    /// reaching another node syncs it first. Views show an unsynced
+    /// node without rules, and its snapshot holds none.
+    pub fn new_lazy(api: ApiServer, proxy: KubeProxyConfig, lb: LbController, internet: Internet, clock: u64) -> World {
+        World::with_sync(api, proxy, lb, internet, clock, false)
+    }
+
+    /// kube-proxy on node `i` syncs, if it has not yet (see [`World::new_lazy`]).
+    pub fn sync_node_rules(&mut self, i: usize) {
+        if i < self.rules.len() && !self.synced.get(i).copied().unwrap_or(true) {
+            self.rules[i] = self.desired_rules(i);
+            self.synced[i] = true;
+        }
+    }
+
+    /// Whether node `i`'s rules are computed.
+    pub fn is_synced(&self, i: usize) -> bool {
+        self.synced.get(i).copied().unwrap_or(true)
     }
 
     /// One actor per node, then one per Pod, each Pod inside its node.
@@ -194,7 +227,7 @@ impl World {
     /// node's rules for it (before a story begins).
     pub fn set_egress_masquerade(&mut self, pods: crate::net::Cidr) {
         self.egress_masquerade = Some(pods);
-        self.rules = (0..self.api.nodes.len()).map(|i| self.desired_rules(i)).collect();
+        self.rules = (0..self.api.nodes.len()).map(|i| if self.is_synced(i) { self.desired_rules(i) } else { NodeRules::empty(&self.api.nodes[i].name) }).collect();
     }
 
     /// The hops recorded since the last call, with the view after each.
@@ -345,6 +378,10 @@ impl World {
     fn resync_proxies(&mut self) {
         let Some(api) = self.first(ActorKind::ApiServer) else { return };
         for i in 0..self.api.nodes.len() {
+            if !self.is_synced(i) {
+                // It syncs from the current objects when first needed.
+                continue;
+            }
             let want = self.desired_rules(i);
             if want == self.rules[i] {
                 continue;

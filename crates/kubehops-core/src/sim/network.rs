@@ -217,10 +217,19 @@ impl World {
         if let Some(h) = self.host_of(at) {
             return self.host_receive(h, at == client && leg == Leg::Back, pkt, payload, dice);
         }
+        let Some(kind) = self.actors.get(at).map(|a| a.kind) else { return Step::Drop(DropReason::TooManyHops) };
         if at == client && leg == Leg::Back {
+            // A node that dialled: its conntrack undoes its own DNAT
+            // before the reply reaches the socket.
+            if let (ActorKind::Node, Some(n)) = (kind, self.node_index(at)) {
+                if let Some((i, dir)) = self.conntrack[n].lookup(pkt) {
+                    if let Step::Next { packet, caption, detail, .. } = self.by_conntrack_local(n, i, dir, pkt, payload) {
+                        return Step::Deliver { packet, caption, detail };
+                    }
+                }
+            }
             return Step::Arrived;
         }
-        let Some(kind) = self.actors.get(at).map(|a| a.kind) else { return Step::Drop(DropReason::TooManyHops) };
         match kind {
             ActorKind::Gateway => self.serve_gateway(at, pkt, payload, dice),
             ActorKind::Laptop | ActorKind::OutsideHost | ActorKind::Resolver => self.serve_outside(at, pkt, payload),
@@ -357,6 +366,7 @@ impl World {
     /// tables, then routing.
     fn at_node(&mut self, n: usize, pkt: &Packet, payload: &Option<Payload>, entry: Entry, dice: &mut dyn Dice) -> Step {
         let me = self.node_actors[n];
+        self.sync_node_rules(n);
         if let Some((i, dir)) = self.conntrack[n].lookup(pkt) {
             return self.by_conntrack(n, i, dir, pkt, payload);
         }
@@ -439,6 +449,24 @@ impl World {
         next(to, packet, caption, detail)
     }
 
+    /// A reply to the node's own connection, rewritten from its conntrack
+    /// entry: the same as [`World::by_conntrack`], but it stays on the node.
+    fn by_conntrack_local(&mut self, n: usize, i: usize, dir: Direction, pkt: &Packet, payload: &Option<Payload>) -> Step {
+        let me = self.node_actors[n];
+        let name = self.actors.short(me).to_string();
+        let after = self.conntrack[n].translate(i, dir, pkt, self.clock);
+        let mut rewrites = Vec::new();
+        if after.src != pkt.src {
+            rewrites.push(Rewrite { kind: RewriteKind::UnDnat, field: Field::Source, from: pkt.src, to: after.src });
+        }
+        if after.dst != pkt.dst {
+            rewrites.push(Rewrite { kind: RewriteKind::UnSnat, field: Field::Destination, from: pkt.dst, to: after.dst });
+        }
+        let detail = format!("conntrack on {name} matches the reply to its own connection's entry and undoes the NAT before the reply reaches the socket: it now runs {}.", packet_text(&after));
+        let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched: vec![], by_conntrack: true, could_reach: vec![], conntrack_entry: Some(i), payload: payload.clone() };
+        next(me, packet, "conntrack undoes the NAT".into(), detail)
+    }
+
     /// Routing on node `n`: where a packet to `dst` goes next, and which
     /// of the node's addresses it leaves from (used by masquerade).
     fn route(&self, n: usize, dst: Ipv4Addr) -> Result<(ActorId, Ipv4Addr), DropReason> {
@@ -451,6 +479,18 @@ impl World {
         }
         if let Some(m) = self.api.nodes.iter().position(|o| o.pod_cidr.is_some_and(|c| c.contains(dst)) || (o.internal_ip == dst && o.name != node.name)) {
             return Ok((self.node_actors[m], node.internal_ip));
+        }
+        // A Pod of a node whose Pod range is not known (no spec.podCIDR,
+        // as with some network plugins): the network plugin's routes
+        // reach it where it runs.
+        if let Some(p) = self.actors.iter().find(|a| a.kind.is_pod() && a.ip == Some(dst) && a.parent.is_some()) {
+            let on = p.parent.and_then(|pn| self.node_index(pn));
+            if on == Some(n) {
+                return Ok((p.id, node.internal_ip));
+            }
+            if let Some(m) = on.filter(|m| self.api.nodes[*m].pod_cidr.is_none()) {
+                return Ok((self.node_actors[m], node.internal_ip));
+            }
         }
         if self.api.config.service_cidr.contains(dst) {
             return Err(no_route(Unroutable::ServiceRange(self.api.config.service_cidr)));

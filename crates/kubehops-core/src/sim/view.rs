@@ -127,7 +127,7 @@ pub struct HostView {
 }
 
 /// What the panels show at one moment.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct View {
     pub clock: u64,
     pub kubectl: KubectlTable,
