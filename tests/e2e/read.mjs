@@ -8,7 +8,7 @@
 // from poppler-utils is installed) go to .e2e-out/read/ for review.
 import { chromium } from 'playwright-core';
 import { createServer } from 'node:http';
-import { readFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { readFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { join, extname, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import { execFileSync } from 'node:child_process';
