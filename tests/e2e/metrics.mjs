@@ -225,7 +225,7 @@ await test('re-simulation: every parameter control of every scenario', async () 
     const xs = all.filter((r) => r.kind === kind);
     if (!xs.length) continue;
     const b = xs.flatMap((r) => r.builds), p = xs.map((r) => r.paint);
-    console.log(`metric: re-sim ${kind}s (${xs.length}): core rebuild median ${ms(median(b))}, max ${ms(Math.max(...b))};`
+    console.log(`metric: re-sim ${kind === "switch" ? "switche" : kind}s (${xs.length}): core rebuild median ${ms(median(b))}, max ${ms(Math.max(...b))};`
       + ` click to next paint median ${ms(median(p))}, max ${ms(Math.max(...p))}; issue target rebuild < 16 ms`);
   }
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);

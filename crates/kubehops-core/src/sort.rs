@@ -4,7 +4,7 @@
 //! library's stable sort in the wasm (1.5 to 4 KB each, and the model sorts
 //! about ten types). These helpers sort the positions instead, with the
 //! comparison behind a `&dyn Fn`, so the sort itself is compiled once; then
-//! they move the elements into that order. The result is exactly what the
+//! they swap the elements into that order in place. The result is exactly what the
 //! standard stable sort gives: equal elements keep their order.
 
 use std::cmp::Ordering;
@@ -35,10 +35,23 @@ fn positions(n: usize, cmp: &dyn Fn(usize, usize) -> Ordering) -> Vec<usize> {
     order
 }
 
-/// Rearranges `v` so that its `i`th element is the old `order[i]`th.
-fn apply<T>(v: &mut Vec<T>, order: Vec<usize>) {
-    let mut old: Vec<Option<T>> = v.drain(..).map(Some).collect();
-    v.extend(order.into_iter().filter_map(|i| old[i].take()));
+/// Rearranges `v` so that its `i`th element is the old `order[i]`th, in
+/// place: each cycle of the permutation is walked with swaps, and `order`
+/// marks what is done, so no second copy of the elements is held.
+fn apply<T>(v: &mut [T], mut order: Vec<usize>) {
+    const DONE: usize = usize::MAX;
+    for start in 0..v.len() {
+        let mut at = start;
+        while order[at] != DONE {
+            let from = order[at];
+            order[at] = DONE;
+            if from == start {
+                break;
+            }
+            v.swap(at, from);
+            at = from;
+        }
+    }
 }
 
 #[cfg(test)]
