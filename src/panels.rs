@@ -238,7 +238,8 @@ pub fn ManifestPanel() -> impl IntoView {
     };
     let editing = RwSignal::new(false);
     let editable = move || kubehops_core::scenarios::entry(&ctx.player.scenario_id.get()).is_some_and(|e| e.edit.is_some());
-    let edited = move || ctx.player.params.with(|p| p.manifest().is_some());
+    // The scenario shown, not the text typed: a refused edit leaves the last accepted one.
+    let edited = move || ctx.player.scenario.with(|s| s.params.manifest().is_some());
     let toggle = NodeRef::<leptos::html::Button>::new();
     // Leaving the editor puts the focus back on its button, so the
     // keyboard shortcuts work again at once.
