@@ -76,17 +76,7 @@ pub fn build(id: &str, title: &str, mut w: World, p: &Params, file: &str, svc: S
         }
         actions.push(Action { label: "Send Request".into(), step: rec.steps.len() - 1 });
     }
-    Scenario {
-        id: id.into(),
-        title: title.into(),
-        params: p.clone(),
-        actors: w.actors.as_slice().to_vec(),
-        steps: rec.steps,
-        demos: vec![],
-        comparison: None,
-        what_if: None,
-        actions,
-    }
+    Scenario { actions, ..Scenario::recorded(id, title, p, &w, rec.steps) }
 }
 
 /// A Pod to ask from: one the Service does not select, else any.

@@ -251,17 +251,7 @@ pub fn build(p: &Params) -> Scenario {
     no_controller(&mut w, &mut rec, lab);
     metallb(&mut w, &mut rec, lab);
     envoy_gateway(&mut w, &mut rec, lab);
-    Scenario {
-        id: ENTRY.id.into(),
-        title: ENTRY.title.into(),
-        params: p.clone(),
-        actors: w.actors.as_slice().to_vec(),
-        steps: rec.steps,
-        demos: vec![],
-        comparison: Some(comparison()),
-        what_if: None,
-        actions: vec![],
-    }
+    Scenario { comparison: Some(comparison()), ..Scenario::recorded(ENTRY.id, ENTRY.title, p, &w, rec.steps) }
 }
 
 /// Runs one connection and records it as steps, cut after the hops for

@@ -185,6 +185,23 @@ pub struct Action {
 }
 
 impl Scenario {
+    /// A scenario as its recorder left it: the world's actors and the
+    /// steps, with nothing offered beside them (no demos, comparison,
+    /// what-if or actions; a scenario that has them sets them over this).
+    pub(crate) fn recorded(id: &str, title: &str, params: &Params, w: &World, steps: Vec<Step>) -> Scenario {
+        Scenario {
+            id: id.into(),
+            title: title.into(),
+            params: params.clone(),
+            actors: w.actors.as_slice().to_vec(),
+            steps,
+            demos: vec![],
+            comparison: None,
+            what_if: None,
+            actions: vec![],
+        }
+    }
+
     pub fn actor(&self, id: ActorId) -> Option<&Actor> {
         self.actors.get(id.index()).filter(|a| a.id == id)
     }

@@ -130,19 +130,7 @@ pub fn build(p: &Params) -> Scenario {
     // 4 and 5: one connection through the balancer, split where it reaches the node.
     balancer_steps(&mut w, &mut rec, seed, lb_ip);
 
-    let mut s = Scenario {
-        id: ENTRY.id.into(),
-        title: ENTRY.title.into(),
-        params: p.clone(),
-        actors: w.actors.as_slice().to_vec(),
-        steps: rec.steps,
-        demos: vec![],
-        comparison: None,
-        what_if: Some("ipMode VIP".into()),
-        actions: vec![],
-    };
-    s.params = p.clone();
-    s
+    Scenario { what_if: Some("ipMode VIP".into()), ..Scenario::recorded(ENTRY.id, ENTRY.title, p, &w, rec.steps) }
 }
 
 fn balancer_ip(w: &World) -> Option<std::net::Ipv4Addr> {

@@ -361,15 +361,10 @@ fn build_with(p: &Params, typed: Option<Service>) -> Scenario {
     narrate_request(&w, &mut rec, &c, outcome.as_ref());
 
     Scenario {
-        id: ENTRY.id.into(),
-        title: ENTRY.title.into(),
-        params: p.clone(),
-        actors: w.actors.as_slice().to_vec(),
-        steps: rec.steps,
         demos: demos(),
         comparison: Some(comparison()),
-        what_if: None,
         actions: vec![Action { label: "DNS Lookup".into(), step: 1 }, Action { label: "Send Request".into(), step: 2 }],
+        ..Scenario::recorded(ENTRY.id, ENTRY.title, &p, &w, rec.steps)
     }
 }
 

@@ -342,17 +342,7 @@ pub fn build(input: &ClusterInput, p: &Params) -> Scenario {
     let text = narrate_request(&w, client, svc.as_ref(), plan.as_ref(), outcome.as_ref(), &rec.steps[2].hops);
     rec.steps[2].narration = text;
 
-    Scenario {
-        id: ENTRY.id.into(),
-        title: ENTRY.title.into(),
-        params: p.clone(),
-        actors: w.actors.as_slice().to_vec(),
-        steps: rec.steps,
-        demos: vec![],
-        comparison: None,
-        what_if: None,
-        actions: actions(),
-    }
+    Scenario { actions: actions(), ..Scenario::recorded(ENTRY.id, ENTRY.title, &p, &w, rec.steps) }
 }
 
 /// How many nodes sync before the story starts (more are synced when a
