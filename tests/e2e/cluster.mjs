@@ -6,9 +6,9 @@
 // long the main thread is busy, from PerformanceObserver's long tasks).
 // Screenshots go to .e2e-out/cluster-*.png.
 import { chromium } from 'playwright-core';
-import { createServer } from 'node:http';
+import { serveDist } from './serve.mjs';
 import { readFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { join, extname, resolve, dirname } from 'node:path';
+import { join, resolve, dirname } from 'node:path';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
@@ -17,20 +17,8 @@ const repo = resolve(here, '../..');
 const root = resolve(process.argv[2] ?? join(repo, 'dist'));
 const out = join(repo, '.e2e-out');
 const fixtures = join(repo, 'crates/kubehops-cli/tests/fixtures/cluster');
-const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
 
-const server = createServer(async (req, res) => {
-  const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
-  const file = join(root, path === '/' ? 'index.html' : path);
-  if (!file.startsWith(root)) { res.writeHead(403).end(); return; }
-  try {
-    res.writeHead(200, { 'content-type': types[extname(file)] ?? 'application/octet-stream' }).end(await readFile(file));
-  } catch {
-    res.writeHead(404).end('not found');
-  }
-});
-await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-const origin = `http://127.0.0.1:${server.address().port}`;
+const { server, origin } = await serveDist(root);
 const profile = await mkdtemp(join(tmpdir(), 'kubehops-cluster-'));
 const browser = await chromium.launchPersistentContext(profile, {
   executablePath: process.env.CHROMIUM_BIN ?? '/usr/bin/chromium',

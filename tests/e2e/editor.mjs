@@ -2,25 +2,13 @@
 // build in dist/, in Debian's headless Chromium through playwright-core.
 // Prints the time from a keystroke to the re-simulated frame as figures.
 import { chromium } from 'playwright-core';
-import { createServer } from 'node:http';
-import { readFile, mkdir } from 'node:fs/promises';
-import { join, extname, resolve } from 'node:path';
+import { serveDist } from './serve.mjs';
+import { mkdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 
 const root = resolve(process.argv[2] ?? 'dist');
 const out = resolve('.e2e-out');
-const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
-const server = createServer(async (req, res) => {
-  const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
-  const file = join(root, path === '/' ? 'index.html' : path);
-  if (!file.startsWith(root)) { res.writeHead(403).end(); return; }
-  try {
-    res.writeHead(200, { 'content-type': types[extname(file)] ?? 'application/octet-stream' }).end(await readFile(file));
-  } catch {
-    res.writeHead(404).end('not found');
-  }
-});
-await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-const origin = `http://127.0.0.1:${server.address().port}`;
+const { server, origin } = await serveDist(root);
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_BIN ?? '/usr/bin/chromium', args: ['--no-sandbox', '--headless', '--disable-gpu'] });
 await mkdir(out, { recursive: true });
 

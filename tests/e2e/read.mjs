@@ -7,30 +7,18 @@
 // Screenshots and the print previews (PDF, and PNG pages when pdftoppm
 // from poppler-utils is installed) go to .e2e-out/read/ for review.
 import { chromium } from 'playwright-core';
-import { createServer } from 'node:http';
+import { serveDist } from './serve.mjs';
 import { readFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { join, extname, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 
 const root = resolve(process.argv[2] ?? 'dist');
 const out = resolve('.e2e-out/read');
-const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
 const axeSource = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
-const server = createServer(async (req, res) => {
-  const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
-  const file = join(root, path === '/' ? 'index.html' : path);
-  if (!file.startsWith(root)) { res.writeHead(403).end(); return; }
-  try {
-    res.writeHead(200, { 'content-type': types[extname(file)] ?? 'application/octet-stream' }).end(await readFile(file));
-  } catch {
-    res.writeHead(404).end('not found');
-  }
-});
-await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-const origin = `http://127.0.0.1:${server.address().port}`;
+const { server, origin } = await serveDist(root);
 
 const profile = await mkdtemp(join(tmpdir(), 'kubehops-read-'));
 const browser = await chromium.launchPersistentContext(profile, {
