@@ -70,7 +70,7 @@ pub fn run(seed: u64, index: u64, text: &str) -> bool {
     let s = your_cluster::build(&read.input, &p);
     let l = Layout::for_scenario(&s);
     let step = rng.below(s.steps.len() + 1);
-    let _ = frame(&s, &l, step, rng.below(12) as f64 / 2.0);
+    let _ = frame(&s, step, rng.below(12) as f64 / 2.0);
     true
 }
 

@@ -99,7 +99,7 @@ fn every_frame_has_a_label_and_every_hop_an_announcement() {
         for (i, st) in s.steps.iter().enumerate() {
             assert!(announcement(&s, i, None).contains(&st.narration), "{} step {}", e.id, i + 1);
             for j in 0..st.hops.len() {
-                let f = frame(&s, &l, i, j as f64 + 0.5);
+                let f = frame(&s, i, j as f64 + 0.5);
                 let label = frame_label(&s, &f);
                 assert!(label.starts_with(&format!("Step {} of {}, ", i + 1, s.steps.len())), "{label}");
                 assert!(label.contains(&format!("hop {} of {}", j + 1, st.hops.len())), "{label}");

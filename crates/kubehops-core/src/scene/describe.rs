@@ -86,19 +86,19 @@ mod tests {
         let s = build_default("nodeport-loadbalancer").unwrap();
         let l = Layout::new(&s.actors);
         // Step 2, hop 2: Node-2 DNATs to the Pod on Node-3 and masquerades.
-        let f = frame(&s, &l, 1, 2.0);
+        let f = frame(&s, 1, 2.0);
         let label = frame_label(&s, &f);
         assert!(label.starts_with("Step 2 of 5, Dial Node-2: hop 2 of 6, request from Node-2 to Node-3"), "{label}");
         assert!(label.contains("DNAT to 10.244.3.9:8080") && label.contains("SNAT to 10.0.0.12:"), "{label}");
-        let start = frame_label(&s, &frame(&s, &l, 1, 0.0));
+        let start = frame_label(&s, &frame(&s, 1, 0.0));
         assert_eq!(start, "Step 2 of 5, Dial Node-2: 6 hops, none played yet");
-        let end = frame_label(&s, &frame(&s, &l, 1, 6.0));
+        let end = frame_label(&s, &frame(&s, 1, 6.0));
         assert!(end.contains("hop 6 of 6") && end.ends_with("(the end of the step)"), "{end}");
         // Halfway along hop 3, it is hop 3 that is shown.
-        assert!(frame_label(&s, &frame(&s, &l, 1, 2.5)).contains("hop 3 of 6"));
-        assert_eq!(file_stem(&s, &frame(&s, &l, 1, 2.5)), "kubehops-nodeport-loadbalancer-step2-hop3");
-        assert_eq!(file_stem(&s, &frame(&s, &l, 1, 6.0)), "kubehops-nodeport-loadbalancer-step2-end");
-        assert_eq!(file_stem(&s, &frame(&s, &l, 0, 0.0)), "kubehops-nodeport-loadbalancer-step1-start");
+        assert!(frame_label(&s, &frame(&s, 1, 2.5)).contains("hop 3 of 6"));
+        assert_eq!(file_stem(&s, &frame(&s, 1, 2.5)), "kubehops-nodeport-loadbalancer-step2-hop3");
+        assert_eq!(file_stem(&s, &frame(&s, 1, 6.0)), "kubehops-nodeport-loadbalancer-step2-end");
+        assert_eq!(file_stem(&s, &frame(&s, 0, 0.0)), "kubehops-nodeport-loadbalancer-step1-start");
     }
 
     #[test]

@@ -18,31 +18,51 @@
 use crate::sim::{Actor, ActorId, ActorKind, Hop, Leg, Zone};
 use serde::{Deserialize, Serialize};
 
-/// The canvas width in user units (the SVG viewBox width).
-pub const WIDTH: f64 = 960.0;
+/// How far every route runs to the right of the line between its boxes:
+/// a hop from A to B and one from B to A run on either side of it, never
+/// on each other.
+pub const SIDE_OFFSET: f64 = 4.0;
+/// How much farther a reply leg runs beside its request leg.
+pub const REPLY_OFFSET: f64 = 8.0;
+/// How much farther a what-if hop runs beside the hop that happened.
+pub const WHAT_IF_OFFSET: f64 = 16.0;
 
-/// How far a reply leg runs beside its request leg.
-pub const REPLY_OFFSET: f64 = 7.0;
-
-const MARGIN: f64 = 6.0;
-/// The gap between zone columns, where routes run.
-const GUTTER: f64 = 22.0;
+const MARGIN: f64 = 8.0;
+/// The gap between zone columns, where routes run: wide enough that a
+/// hop between neighbouring columns is longer than its token.
+const GUTTER: f64 = 84.0;
 /// Height of a zone's label strip.
-const ZONE_LABEL: f64 = 34.0;
+const ZONE_LABEL: f64 = 36.0;
 const ZONE_PAD: f64 = 12.0;
-const OUTSIDE_W: f64 = 176.0;
-const CONTROL_W: f64 = 184.0;
+/// Padding inside a box, left and right of its text.
+const BOX_PAD: f64 = 12.0;
+/// Padding above and below a box's text.
+const BOX_PAD_V: f64 = 12.0;
+/// The narrowest side column (outside, control plane).
+const SIDE_MIN_W: f64 = 170.0;
 /// Space at the left of the cluster zone for the cluster network's bus.
-const BUS_W: f64 = 26.0;
-const NODE_HEADER: f64 = 38.0;
-const NODE_GAP: f64 = 16.0;
-const POD_H: f64 = 68.0;
-const POD_GAP: f64 = 8.0;
-const PANEL_MIN_H: f64 = 118.0;
+const BUS_W: f64 = 34.0;
+/// A node card's header: its name and address, then the strip where a
+/// packet the node only routes runs.
+const NODE_HEADER: f64 = 62.0;
+/// How far above the panel a routed packet runs.
+const STRIP_ABOVE_PANEL: f64 = 16.0;
+/// The size of a node's junction, where it routes.
+const JUNCTION_W: f64 = 28.0;
+const JUNCTION_H: f64 = 26.0;
+const NODE_GAP: f64 = 22.0;
+const POD_GAP: f64 = 10.0;
+/// The kube-proxy panel: title, then rows.
+pub const PANEL_TITLE: f64 = 26.0;
+pub const PANEL_ROW: f64 = 23.0;
+const PANEL_ROWS_MIN: usize = 4;
+/// The panel's width: a rule row's longest usual text.
+const PANEL_W: f64 = 300.0;
 /// The gap between a node's kube-proxy panel and its Pods, where a packet
-/// crosses the Pod's veth.
-const POD_LANE: f64 = 44.0;
-const BOX_GAP_MIN: f64 = 26.0;
+/// crosses the Pod's veth: longer than a token.
+const POD_LANE: f64 = 112.0;
+const POD_MIN_W: f64 = 160.0;
+const BOX_GAP_MIN: f64 = 30.0;
 /// Above this many nodes, only featured ones get a card; the rest share
 /// one group card ("+42 nodes").
 pub const MAX_NODES_SHOWN: usize = 6;
@@ -50,7 +70,7 @@ pub const MAX_NODES_SHOWN: usize = 6;
 /// share one group box ("+37 Pods").
 pub const MAX_PODS_SHOWN: usize = 5;
 /// Height of the group card of nodes without a card of their own.
-const NODE_GROUP_H: f64 = 58.0;
+const NODE_GROUP_H: f64 = 60.0;
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Point {
@@ -119,13 +139,49 @@ pub struct Column {
     pub actors: Vec<ActorId>,
 }
 
-/// The kube-proxy panel and the Pod area of one node card.
+/// One node card: its header (name and address), the strip under it
+/// where a packet the node only routes runs, its kube-proxy panel and its
+/// Pod area, with the lane between them.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NodeCard {
     pub node: ActorId,
     pub card: Rect,
     pub panel: Rect,
     pub pods: Rect,
+    /// The y of the strip between the header and the panel.
+    pub strip_y: f64,
+    /// The x of the Pod lane, between the panel and the Pods.
+    pub lane_x: f64,
+}
+
+impl NodeCard {
+    /// The node's junction: where a packet the node only routes (no rule
+    /// rewrites it) passes, at the head of the Pod lane.
+    pub fn junction(&self) -> Rect {
+        Rect { x: self.lane_x - JUNCTION_W / 2.0, y: self.strip_y - JUNCTION_H / 2.0, w: JUNCTION_W, h: JUNCTION_H }
+    }
+
+    /// How many rule rows the panel holds.
+    pub fn rows(&self) -> usize {
+        (((self.panel.h - PANEL_TITLE - 6.0) / PANEL_ROW).floor().max(1.0)) as usize
+    }
+
+    /// The box of row `i` of the panel.
+    pub fn row(&self, i: usize) -> Rect {
+        Rect { x: self.panel.x + 4.0, y: self.panel.y + PANEL_TITLE + i as f64 * PANEL_ROW, w: self.panel.w - 8.0, h: PANEL_ROW - 2.0 }
+    }
+}
+
+/// Where a route meets a node: its kube-proxy panel (the node's rules or
+/// conntrack decide what happens to the packet), one row of that panel
+/// (the rule for the address the packet aims at), or its junction at the
+/// head of the Pod lane (the node only routes the packet: no rule
+/// rewrites it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Port {
+    Panel,
+    Row(usize),
+    Route,
 }
 
 /// A box standing for actors drawn without one of their own: the Pods
@@ -208,6 +264,10 @@ impl Layout {
     /// actors a story touches) out of groups: nodes beyond
     /// [`MAX_NODES_SHOWN`] and Pods of a node beyond [`MAX_PODS_SHOWN`]
     /// are drawn as one group box each, featured actors first.
+    ///
+    /// Every box is as wide and as tall as the text the drawing writes in
+    /// it (measured with `metrics`), so nothing the drawing writes
+    /// overflows.
     pub fn with_featured(actors: &[Actor], featured: &[ActorId]) -> Layout {
         let zones: Vec<Zone> = Zone::ALL.into_iter().filter(|z| actors.iter().any(|a| a.zone == *z && a.parent.is_none())).collect();
         // A featured Pod features its node.
@@ -231,12 +291,13 @@ impl Layout {
                 (*n, (shown, hidden))
             })
             .collect();
+        let sizes = Sizes::measure(actors, &shown_nodes, &shown_pods);
         let boxes_in = |n: ActorId| shown_pods.get(&n).map_or(0, |(s, h)| s.len() + usize::from(!h.is_empty()));
-        let card_h = |n: ActorId| NODE_HEADER + pod_area_h(boxes_in(n)) + ZONE_PAD;
+        let card_h = |n: ActorId| NODE_HEADER + pod_area_h(boxes_in(n), sizes.pod_h) + ZONE_PAD;
         let group_h = if hidden_nodes.is_empty() { 0.0 } else { NODE_GROUP_H + NODE_GAP };
         let cluster_h = ZONE_LABEL + shown_nodes.iter().map(|n| card_h(*n)).sum::<f64>() + NODE_GAP * shown_nodes.len().saturating_sub(1) as f64 + group_h + ZONE_PAD;
         let column_need = |z: Zone| {
-            let hs: Vec<f64> = actors.iter().filter(|a| a.zone == z && a.parent.is_none() && a.kind != ActorKind::Node).map(box_h).collect();
+            let hs: Vec<f64> = actors.iter().filter(|a| a.zone == z && a.parent.is_none() && a.kind != ActorKind::Node).map(|a| sizes.box_h(a)).collect();
             ZONE_LABEL + hs.iter().sum::<f64>() + BOX_GAP_MIN * (hs.len() + 1) as f64
         };
         let inner_h = zones.iter().map(|z| if *z == Zone::Cluster { cluster_h } else { column_need(*z) }).fold(0.0, f64::max).max(320.0);
@@ -248,13 +309,10 @@ impl Layout {
         let mut nodes = Vec::new();
         let mut groups = Vec::new();
         let mut bus_x = 0.0;
-        for (i, z) in zones.iter().enumerate() {
-            let last = i + 1 == zones.len();
+        for z in &zones {
             let w = match z {
-                _ if last => WIDTH - MARGIN - x,
-                Zone::Outside => OUTSIDE_W,
-                Zone::ControlPlane => CONTROL_W,
-                Zone::Cluster => WIDTH - MARGIN - x,
+                Zone::Cluster => BUS_W + 4.0 + sizes.card_w + ZONE_PAD,
+                _ => sizes.side_w(*z),
             };
             let rect = Rect { x, y: MARGIN, w, h: inner_h };
             let members: Vec<&Actor> = actors.iter().filter(|a| a.zone == *z && a.parent.is_none()).collect();
@@ -262,15 +320,13 @@ impl Layout {
                 bus_x = rect.x + BUS_W / 2.0 + 2.0;
                 let mut y = rect.y + ZONE_LABEL;
                 for n in members.iter().filter(|a| a.kind == ActorKind::Node && shown_nodes.contains(&a.id)) {
-                    let card = Rect { x: rect.x + BUS_W + 4.0, y, w: rect.w - BUS_W - 4.0 - ZONE_PAD, h: card_h(n.id) };
+                    let card = Rect { x: rect.x + BUS_W + 4.0, y, w: sizes.card_w, h: card_h(n.id) };
                     let area_h = card.h - NODE_HEADER - ZONE_PAD;
-                    let panel_w = ((card.w - 2.0 * ZONE_PAD - POD_LANE) * 0.55).floor();
-                    let panel = Rect { x: card.x + ZONE_PAD, y: card.y + NODE_HEADER, w: panel_w, h: area_h };
-                    let pods = Rect { x: panel.right() + POD_LANE, y: panel.y, w: card.right() - ZONE_PAD - panel.right() - POD_LANE, h: area_h };
+                    let panel = Rect { x: card.x + ZONE_PAD, y: card.y + NODE_HEADER, w: PANEL_W, h: area_h };
+                    let pods = Rect { x: panel.right() + POD_LANE, y: panel.y, w: sizes.pod_w, h: area_h };
                     boxes.push((n.id, card));
                     let (list, hidden) = shown_pods.get(&n.id).cloned().unwrap_or_default();
-                    let k = boxes_in(n.id).max(1) as f64;
-                    let ph = ((pods.h - POD_GAP * (k - 1.0)) / k).min(POD_H * 1.4);
+                    let ph = sizes.pod_h;
                     for (j, p) in list.iter().enumerate() {
                         boxes.push((*p, Rect { x: pods.x, y: pods.y + j as f64 * (ph + POD_GAP), w: pods.w, h: ph }));
                     }
@@ -278,18 +334,19 @@ impl Layout {
                         let j = list.len();
                         groups.push(GroupBox { rect: Rect { x: pods.x, y: pods.y + j as f64 * (ph + POD_GAP), w: pods.w, h: ph }, kind: ActorKind::Pod, node: Some(n.id), members: hidden });
                     }
-                    nodes.push(NodeCard { node: n.id, card, panel, pods });
+                    let strip_y = panel.y - STRIP_ABOVE_PANEL;
+                    nodes.push(NodeCard { node: n.id, card, panel, pods, strip_y, lane_x: panel.right() + POD_LANE / 2.0 });
                     y += card.h + NODE_GAP;
                 }
                 if !hidden_nodes.is_empty() {
-                    let card = Rect { x: rect.x + BUS_W + 4.0, y, w: rect.w - BUS_W - 4.0 - ZONE_PAD, h: NODE_GROUP_H };
+                    let card = Rect { x: rect.x + BUS_W + 4.0, y, w: sizes.card_w, h: NODE_GROUP_H };
                     let mut members = hidden_nodes.clone();
                     // Their Pods are in the group too.
                     members.extend(hidden_nodes.iter().flat_map(|n| pods_by_node.get(n).cloned().unwrap_or_default()));
                     groups.push(GroupBox { rect: card, kind: ActorKind::Node, node: None, members });
                 }
             } else {
-                let hs: Vec<f64> = members.iter().map(|a| box_h(a)).collect();
+                let hs: Vec<f64> = members.iter().map(|a| sizes.box_h(a)).collect();
                 let gap = ((rect.h - ZONE_LABEL - hs.iter().sum::<f64>()) / (hs.len() + 1) as f64).max(BOX_GAP_MIN);
                 let mut y = rect.y + ZONE_LABEL + gap;
                 for (a, h) in members.iter().zip(&hs) {
@@ -300,7 +357,13 @@ impl Layout {
             columns.push(Column { zone: *z, rect, actors: members.iter().map(|a| a.id).collect() });
             x += w + GUTTER;
         }
-        Layout { width: WIDTH, height, columns, boxes, nodes, groups, bus_x }
+        let width = x - GUTTER + MARGIN;
+        Layout { width, height, columns, boxes, nodes, groups, bus_x }
+    }
+
+    /// The whole drawing's extent.
+    pub fn world(&self) -> Rect {
+        Rect { x: 0.0, y: 0.0, w: self.width, h: self.height }
     }
 
     /// Whether an actor has a box of its own (it is not in a group).
@@ -326,6 +389,18 @@ impl Layout {
     /// panel (its rules decide), anything else's own box.
     pub fn target(&self, id: ActorId) -> Option<Rect> {
         self.node_card(id).map(|n| n.panel).or_else(|| self.rect(id))
+    }
+
+    /// The box a route ends on at this port: for a node, its panel (or
+    /// the row's box) or, for a packet it only routes, its whole card;
+    /// anything else's own box.
+    pub fn target_at(&self, id: ActorId, port: Port) -> Option<Rect> {
+        match (self.node_card(id), port) {
+            (Some(n), Port::Route) => Some(n.junction()),
+            (Some(n), Port::Row(i)) if i < n.rows() => Some(n.row(i)),
+            (Some(n), _) => Some(n.panel),
+            (None, _) => self.rect(id),
+        }
     }
 
     fn column_of(&self, id: ActorId) -> Option<usize> {
@@ -365,155 +440,256 @@ impl Layout {
         }
         gaps.push((*edges.last().unwrap_or(&col.rect.y), col.rect.bottom()));
         gaps.iter()
-            .filter(|(a, b)| b - a > 2.0 * REPLY_OFFSET + 4.0)
+            .filter(|(a, b)| b - a > 2.0 * (SIDE_OFFSET + REPLY_OFFSET) + 4.0)
             .map(|(a, b)| (a + b) / 2.0)
             .min_by(|a, b| (a - want).abs().total_cmp(&(b - want).abs()))
             .unwrap_or(want)
     }
 
-    /// The polyline a hop follows from `from` to `to`; a reply leg runs
-    /// beside the request leg. Empty when either actor has no box.
+    /// The polyline a hop follows from `from` to `to`, meeting nodes at
+    /// their panels; a reply leg runs beside the request leg. Empty when
+    /// either actor has no box.
     pub fn route(&self, from: ActorId, to: ActorId, leg: Leg) -> Vec<Point> {
-        let (Some(a), Some(b)) = (self.target(from), self.target(to)) else { return Vec::new() };
+        self.route_at(from, Port::Panel, to, Port::Panel, leg)
+    }
+
+    /// The polyline from `from` (at port `fp`) to `to` (at port `tp`).
+    pub fn route_at(&self, from: ActorId, fp: Port, to: ActorId, tp: Port, leg: Leg) -> Vec<Point> {
+        let (Some(a), Some(b)) = (self.end(from, fp), self.end(to, tp)) else { return Vec::new() };
         if from == to {
-            return vec![a.center()];
+            return vec![a.rect.center()];
         }
-        let path = self.request_path(from, to, a, b);
+        let path = self.request_path(&a, &b);
         match leg {
-            Leg::Out => path,
-            Leg::Back => offset(&path, REPLY_OFFSET),
+            Leg::Out => offset(&path, SIDE_OFFSET),
+            Leg::Back => offset(&path, SIDE_OFFSET + REPLY_OFFSET),
         }
     }
 
-    /// The route a hop is drawn on: its leg's route, and for a what-if
-    /// hop (an alternative not taken) the same moved aside once more, so it
-    /// never hides the hop that did happen.
+    /// The route a hop is drawn on when both its ends are at panels: its
+    /// leg's route, and for a what-if hop (an alternative not taken) the
+    /// same moved aside once more, so it never hides the hop that did
+    /// happen. The drawing picks the ports (`scene::ports`).
     pub fn hop_route(&self, h: &Hop) -> Vec<Point> {
-        let r = self.route(h.from, h.to, h.leg);
-        match (h.what_if, h.leg) {
-            (false, _) => r,
-            (true, Leg::Out) => offset(&r, -REPLY_OFFSET),
-            (true, Leg::Back) => offset(&r, REPLY_OFFSET),
+        self.hop_route_at(h, Port::Panel, Port::Panel)
+    }
+
+    /// A hop's route with its ends at these ports.
+    pub fn hop_route_at(&self, h: &Hop, fp: Port, tp: Port) -> Vec<Point> {
+        let r = self.route_at(h.from, fp, h.to, tp, h.leg);
+        if h.what_if {
+            offset(&r, WHAT_IF_OFFSET)
+        } else {
+            r
         }
     }
 
-    fn request_path(&self, from: ActorId, to: ActorId, a: Rect, b: Rect) -> Vec<Point> {
-        // A Pod and its own node: straight across the card.
-        if let Some(n) = self.node_of_pod(from).filter(|n| n.node == to) {
-            let y = a.center().y.clamp(n.panel.y + 8.0, n.panel.bottom() - 8.0);
-            return vec![pt(a.x, y), pt(n.panel.right(), y)];
+    fn end(&self, id: ActorId, port: Port) -> Option<End> {
+        let rect = self.target_at(id, port)?;
+        let port = if self.node_card(id).is_some() { port } else { Port::Panel };
+        Some(End { id, rect, port })
+    }
+
+    fn request_path(&self, a: &End, b: &End) -> Vec<Point> {
+        let (from, to) = (a.id, b.id);
+        // A Pod and its own node: across the lane.
+        if let Some(n) = self.node_of_pod(from).filter(|n| n.node == to).copied() {
+            return self.pod_to_own_node(&n, a.rect, b);
         }
-        if let Some(n) = self.node_of_pod(to).filter(|n| n.node == from) {
-            let y = b.center().y.clamp(n.panel.y + 8.0, n.panel.bottom() - 8.0);
-            return vec![pt(n.panel.right(), y), pt(b.x, y)];
+        if let Some(n) = self.node_of_pod(to).filter(|n| n.node == from).copied() {
+            let mut p = self.pod_to_own_node(&n, b.rect, a);
+            p.reverse();
+            return p;
         }
-        // A Pod reached from outside its node: to the node, then over its
-        // kube-proxy panel's top and down the Pod lane, so the route
-        // crosses neither the panel nor the other Pods.
+        // A Pod reached from outside its node: to the node's strip, then
+        // along it to the Pod lane and down, so the route crosses neither
+        // the panel nor the other Pods.
         if let Some(card) = self.node_of_pod(to).copied() {
             if card.node != from && self.node_of_pod(from).map(|c| c.node) != Some(card.node) {
-                let via = self.request_path(from, card.node, a, card.panel);
-                return self.down_the_lane(via, &card, b);
+                let node = End { id: card.node, rect: card.junction(), port: Port::Route };
+                let via = self.request_path(a, &node);
+                return self.down_the_lane(via, &card, b.rect);
             }
         }
         if let Some(card) = self.node_of_pod(from).copied() {
             if card.node != to && self.node_of_pod(to).map(|c| c.node) != Some(card.node) {
-                let mut p = self.request_path(to, from, b, a);
+                let mut p = self.request_path(b, a);
                 p.reverse();
                 return p;
             }
         }
-        let (Some(ca), Some(cb)) = (self.column_of(from), self.column_of(to)) else { return vec![a.center(), b.center()] };
+        let (Some(ca), Some(cb)) = (self.column_of(from), self.column_of(to)) else { return vec![a.rect.center(), b.rect.center()] };
         let both_nodes = self.node_card(from).is_some() && self.node_card(to).is_some();
         if both_nodes {
             // Node to node: over the cluster network's bus.
-            let (ya, yb) = (port_y(&a, to), port_y(&b, from));
-            return vec![pt(a.x, ya), pt(self.bus_x, ya), pt(self.bus_x, yb), pt(b.x, yb)];
+            let (ya, yb) = (self.port_y(a, to), self.port_y(b, from));
+            return dedup(vec![pt(a.rect.x, ya), pt(self.bus_x, ya), pt(self.bus_x, yb), pt(b.rect.x, yb)]);
         }
         if ca == cb {
-            return self.same_column(a, b, ca, from, to);
+            return self.same_column(a, b, ca);
         }
         if ca > cb {
-            let mut p = self.request_path(to, from, b, a);
+            let mut p = self.request_path(b, a);
             p.reverse();
             return p;
         }
         // Left to right: out of the right edge, along the gutters, into the left edge.
-        let (ya, yb) = (port_y(&a, to), port_y(&b, from));
+        let (ya, yb) = (self.port_y(a, to), self.port_y(b, from));
         let x1 = self.gutter_after(ca);
         let x2 = self.gutter_after(cb - 1);
-        let mut p = vec![pt(a.right(), ya), pt(x1, ya)];
+        let mut p = vec![pt(a.rect.right(), ya), pt(x1, ya)];
         if cb - ca == 1 {
             p.push(pt(x1, yb));
         } else {
             // Cross the columns between through their gaps.
-            let mut y = ya;
             for c in ca + 1..cb {
                 let lane = self.lane(c, (ya + yb) / 2.0);
-                let xc = self.gutter_after(c);
                 p.push(pt(self.gutter_after(c - 1), lane));
-                p.push(pt(xc, lane));
-                y = lane;
+                p.push(pt(self.gutter_after(c), lane));
             }
-            let _ = y;
             p.push(pt(x2, yb));
         }
-        if self.node_card(to).is_some() {
-            // Into a node: across the bus strip to the panel's left edge.
-            p.push(pt(b.x, yb));
-        } else {
-            p.push(pt(b.x, yb));
-        }
+        p.push(pt(b.rect.x, yb));
         dedup(p)
     }
 
-    /// Turns a route that ends on a node's panel into one that ends on a
-    /// Pod of that node: it arrives in the strip between the node's name
-    /// and its panel, crosses to the Pod lane and goes down it.
+    /// A Pod and its own node: straight across the lane into the panel
+    /// (at the Pod's height, or jogging in the lane to a row's), or, when
+    /// the node only routes, up the lane to its junction.
+    fn pod_to_own_node(&self, n: &NodeCard, pod: Rect, node: &End) -> Vec<Point> {
+        let py = pod.center().y;
+        match node.port {
+            Port::Route => dedup(vec![pt(pod.x, py), pt(n.lane_x, py), pt(n.lane_x, node.rect.bottom())]),
+            Port::Row(_) if node.rect != n.panel => {
+                let y = node.rect.center().y;
+                dedup(vec![pt(pod.x, py), pt(n.lane_x, py), pt(n.lane_x, y), pt(node.rect.right(), y)])
+            }
+            _ => {
+                let y = py.clamp(n.panel.y + 8.0, n.panel.bottom() - 8.0);
+                dedup(vec![pt(pod.x, y), pt(n.panel.right(), y)])
+            }
+        }
+    }
+
+    /// Turns a route that ends at a node's junction into one that ends
+    /// on a Pod of that node: through the junction and down the lane.
     fn down_the_lane(&self, mut path: Vec<Point>, card: &NodeCard, pod: Rect) -> Vec<Point> {
-        let n = path.len();
-        if n < 2 {
+        if path.len() < 2 {
             return path;
         }
-        let strip = card.panel.y - 3.0;
-        let lane = card.panel.right() + POD_LANE / 2.0;
         let y = pod.center().y;
-        path[n - 2].y = strip;
-        path[n - 1] = pt(lane, strip);
-        path.push(pt(lane, y));
+        let n = path.len();
+        path[n - 1] = pt(card.lane_x, card.strip_y);
+        path.push(pt(card.lane_x, y));
         path.push(pt(pod.x, y));
         dedup(path)
     }
 
-    /// Two boxes of one column: straight up or down between neighbours,
-    /// else around through the gutter on the column's right.
-    fn same_column(&self, a: Rect, b: Rect, c: usize, from: ActorId, to: ActorId) -> Vec<Point> {
+    /// Two boxes of one column: straight up or down between neighbours
+    /// when they are far enough apart for a token to travel, else around
+    /// through the gutter on the column's right.
+    fn same_column(&self, a: &End, b: &End, c: usize) -> Vec<Point> {
         let col = &self.columns[c];
-        let between = col.actors.iter().filter(|x| **x != from && **x != to).filter_map(|x| self.rect(*x)).any(|r| {
-            let (top, bottom) = if a.y < b.y { (a.bottom(), b.y) } else { (b.bottom(), a.y) };
+        let (ra, rb) = (a.rect, b.rect);
+        let between = col.actors.iter().filter(|x| **x != a.id && **x != b.id).filter_map(|x| self.rect(*x)).any(|r| {
+            let (top, bottom) = if ra.y < rb.y { (ra.bottom(), rb.y) } else { (rb.bottom(), ra.y) };
             r.y < bottom && r.bottom() > top
         });
-        if !between {
-            let x = (a.x.max(b.x) + a.right().min(b.right())) / 2.0 + (a.w.min(b.w) / 5.0);
-            return if a.y < b.y { vec![pt(x, a.bottom()), pt(x, b.y)] } else { vec![pt(x, a.y), pt(x, b.bottom())] };
+        let gap = if ra.y < rb.y { rb.y - ra.bottom() } else { ra.y - rb.bottom() };
+        if !between && gap >= MIN_HOP {
+            let x = (ra.x.max(rb.x) + ra.right().min(rb.right())) / 2.0 + (ra.w.min(rb.w) / 5.0);
+            return if ra.y < rb.y { vec![pt(x, ra.bottom()), pt(x, rb.y)] } else { vec![pt(x, ra.y), pt(x, rb.bottom())] };
         }
         let x = self.gutter_after(c);
-        let (ya, yb) = (port_y(&a, to), port_y(&b, from));
-        vec![pt(a.right(), ya), pt(x, ya), pt(x, yb), pt(b.right(), yb)]
+        let (ya, yb) = (self.port_y(a, b.id), self.port_y(b, a.id));
+        vec![pt(ra.right(), ya), pt(x, ya), pt(x, yb), pt(rb.right(), yb)]
+    }
+
+    /// The y at which a route to or from `other` meets an end: a row's
+    /// middle, a node's strip, or a slot of the box's edge.
+    fn port_y(&self, e: &End, other: ActorId) -> f64 {
+        match (e.port, self.node_card(e.id)) {
+            (Port::Route, Some(n)) => n.strip_y,
+            (Port::Row(_), Some(_)) => e.rect.center().y,
+            _ => port_y(&e.rect, other),
+        }
     }
 }
 
-fn box_h(a: &Actor) -> f64 {
-    match a.kind {
-        ActorKind::Laptop => 96.0,
-        ActorKind::LoadBalancer => 88.0,
-        _ => 80.0,
+/// One end of a route: the actor, the box it ends on, and the port.
+struct End {
+    id: ActorId,
+    rect: Rect,
+    port: Port,
+}
+
+/// The shortest a hop may be drawn: longer than the widest token (a
+/// `REPLY` pill and its arrowhead).
+pub const MIN_HOP: f64 = 76.0;
+
+/// How big each kind of box is: side columns as wide as their widest
+/// text, node cards as wide as their panel, lane and widest Pod.
+struct Sizes {
+    outside_w: f64,
+    control_w: f64,
+    card_w: f64,
+    pod_w: f64,
+    pod_h: f64,
+    /// The room a component's name has on one line.
+    label_room: f64,
+}
+
+impl Sizes {
+    fn measure(actors: &[Actor], shown_nodes: &[ActorId], shown_pods: &std::collections::BTreeMap<ActorId, (Vec<ActorId>, Vec<ActorId>)>) -> Sizes {
+        use super::text::{balancer_width, component_lines, pod_lines, Role};
+        let label_room = SIDE_MIN_W - 2.0 * (ZONE_PAD + BOX_PAD);
+        let need = |a: &Actor| match a.kind {
+            ActorKind::LoadBalancer => balancer_width(a),
+            _ => component_lines(a, label_room).iter().map(|l| l.width()).fold(0.0, f64::max),
+        };
+        let side = |z: Zone| actors.iter().filter(|a| a.zone == z && a.parent.is_none() && a.kind != ActorKind::Node).map(need).fold(0.0, f64::max);
+        let side_w = |z: Zone| (side(z) + 2.0 * (ZONE_PAD + BOX_PAD)).max(SIDE_MIN_W).ceil();
+        let shown: Vec<&Actor> = shown_pods.values().flat_map(|(s, _)| s.iter()).filter_map(|p| actors.get(p.index())).collect();
+        let pod_text = shown.iter().flat_map(|a| pod_lines(a, false).into_iter().chain(pod_lines(a, true))).map(|l| l.width()).fold(0.0, f64::max);
+        let pod_w = (pod_text + 2.0 * BOX_PAD).max(POD_MIN_W).ceil();
+        let head = shown_nodes.iter().filter_map(|n| actors.get(n.index())).map(|n| Role::NodeName.width(&n.short) + Role::Mono.width(&n.sublabel) + 3.0 * BOX_PAD).fold(0.0, f64::max);
+        let card_w = (2.0 * ZONE_PAD + PANEL_W + POD_LANE + pod_w).max(head).ceil();
+        let pod_h = (super::text::stack_height(&pod_lines(&Actor::component(ActorKind::Pod, Zone::Cluster, "p", "p", "p"), true)) + 2.0 * BOX_PAD_V).ceil();
+        Sizes { outside_w: side_w(Zone::Outside), control_w: side_w(Zone::ControlPlane), card_w, pod_w, pod_h, label_room }
+    }
+
+    fn side_w(&self, z: Zone) -> f64 {
+        match z {
+            Zone::Outside => self.outside_w,
+            _ => self.control_w,
+        }
+    }
+
+    /// A component's box height: its lines and padding; never shorter
+    /// than a token's card needs beside it.
+    fn box_h(&self, a: &Actor) -> f64 {
+        use super::text::{balancer_lines, component_lines, stack_height};
+        let lines = match a.kind {
+            ActorKind::LoadBalancer => balancer_lines(a, crate::sim::BalancerView::Absent),
+            _ => component_lines(a, self.label_room),
+        };
+        (stack_height(&lines) + 2.0 * BOX_PAD_V).ceil().max(56.0)
     }
 }
 
-fn pod_area_h(pods: usize) -> f64 {
+/// The room a component's name has on one line of its box.
+pub fn label_room(column_w: f64) -> f64 {
+    column_w - 2.0 * (ZONE_PAD + BOX_PAD)
+}
+
+/// Padding inside a box, for the drawing.
+pub const PAD: f64 = BOX_PAD;
+/// Padding above a box's first line, for the drawing.
+pub const PAD_V: f64 = BOX_PAD_V;
+
+fn pod_area_h(pods: usize, pod_h: f64) -> f64 {
     let k = pods.max(1) as f64;
-    (k * POD_H + (k - 1.0) * POD_GAP).max(PANEL_MIN_H)
+    (k * pod_h + (k - 1.0) * POD_GAP).max(PANEL_TITLE + PANEL_ROWS_MIN as f64 * PANEL_ROW + 8.0)
 }
 
 /// The y at which a route to or from `other` leaves or enters a box:

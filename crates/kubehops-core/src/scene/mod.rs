@@ -1,20 +1,27 @@
-//! Where things are drawn and where a packet is at a given moment.
+//! What is drawn, and where, at a given moment.
 //!
 //! Architecture Invariant: the picture is a pure function of
-//! (scenario, step, progress). `progress` counts hops in beats: 0.0 is
-//! the step's start, 2.5 is halfway along its third hop, `hops.len()` is
-//! the end. The renderer calls [`frame`] and draws what it returns; it never
-//! keeps its own idea of where a packet is.
+//! (scenario, step, progress, frame size). `progress` counts hops in
+//! beats: 0.0 is the step's start, 2.5 is halfway along its third hop,
+//! `hops.len()` is the end. [`frame`] says which hop is on screen;
+//! [`drawing::draw`] turns that into boxes, texts, trails, the token and
+//! the camera. Renderers draw what it returns; they never keep their own
+//! idea of where a packet is or what a box says.
 
+pub mod camera;
 pub mod describe;
+pub mod drawing;
+pub mod geometry;
+pub mod metrics;
+pub mod style;
+pub mod text;
 pub mod layout;
 pub mod panels;
 pub mod transcript;
 
-pub use layout::{pt, GroupBox, Layout, Point, Rect, Side, WIDTH};
+pub use layout::{pt, GroupBox, Layout, NodeCard, Point, Port, Rect, Side};
 
 use crate::scenarios::Scenario;
-use crate::sim::HopKind;
 use serde::{Deserialize, Serialize};
 
 /// The actors a scenario's story touches, most important first: those
@@ -86,23 +93,6 @@ pub fn point_along(path: &[Point], t: f64) -> Point {
     *path.last().unwrap_or(first)
 }
 
-/// How far a token stays from the ends of its route: it leaves from beside
-/// the box it starts at and comes to rest beside the box it reaches, so it
-/// never covers their text. Short routes keep a third of their length.
-const TOKEN_INSET: f64 = 30.0;
-
-/// The point a token is at, at fraction `t` of its hop: along the route,
-/// inset from both ends.
-pub fn token_point(path: &[Point], t: f64) -> Point {
-    let len: f64 = path.windows(2).map(|w| ((w[1].x - w[0].x).powi(2) + (w[1].y - w[0].y).powi(2)).sqrt()).sum();
-    if len <= 0.0 {
-        return point_along(path, t);
-    }
-    let inset = TOKEN_INSET.min(len / 3.0);
-    let t = if t.is_nan() { 0.0 } else { t.clamp(0.0, 1.0) };
-    point_along(path, (inset + t * (len - 2.0 * inset)) / len)
-}
-
 /// Slow start and end, so a packet visibly leaves and arrives.
 pub fn ease(t: f64) -> f64 {
     let t = t.clamp(0.0, 1.0);
@@ -113,7 +103,7 @@ pub fn ease(t: f64) -> f64 {
     }
 }
 
-/// Everything that moves, at one moment.
+/// Which hop is on screen, and how far along, at one moment.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Frame {
     /// The step shown (clamped into range).
@@ -123,39 +113,37 @@ pub struct Frame {
     pub done: usize,
     /// The hop in flight, or the last one when the step has ended.
     pub current: Option<usize>,
-    /// Where the packet (or message) token is, and its kind.
-    pub token: Option<(Point, HopKind)>,
     /// Index into the step's `views`.
     pub view: usize,
 }
 
 /// The frame at (`step`, `progress`). Out-of-range input is clamped, so
 /// any URL or click sequence yields a drawable frame.
-pub fn frame(s: &Scenario, layout: &Layout, step: usize, progress: f64) -> Frame {
+pub fn frame(s: &Scenario, step: usize, progress: f64) -> Frame {
     let step = step.min(s.steps.len().saturating_sub(1));
     let Some(st) = s.steps.get(step) else {
-        return Frame { step: 0, progress: 0.0, done: 0, current: None, token: None, view: 0 };
+        return Frame { step: 0, progress: 0.0, done: 0, current: None, view: 0 };
     };
     let n = st.hops.len();
     let progress = if progress.is_finite() { progress.clamp(0.0, n as f64) } else { 0.0 };
     let done = (progress.floor() as usize).min(n);
     // At a whole number of beats the last finished hop is shown at its end,
     // which is also what reduced motion shows.
-    let (current, t) = if progress == 0.0 {
-        (None, 0.0)
+    let current = if progress == 0.0 {
+        None
     } else if progress.fract() == 0.0 {
-        (Some(done - 1), 1.0)
+        Some(done - 1)
     } else {
-        (Some(done), progress.fract())
+        Some(done)
     };
-    let token = current.and_then(|i| st.hops.get(i)).map(|h| {
-        let route = layout.hop_route(h);
-        // A hop on one actor (a drop) has a one-point route: the token sits
-        // just under the actor, where it hides none of its text.
-        let at = if route.len() < 2 { layout.target(h.from).map_or(pt(0.0, 0.0), |r| pt(r.center().x, r.bottom() + 14.0)) } else { token_point(&route, ease(t)) };
-        (at, h.kind)
-    });
-    Frame { step, progress, done, current, token, view: done.min(st.views.len().saturating_sub(1)) }
+    Frame { step, progress, done, current, view: done.min(st.views.len().saturating_sub(1)) }
+}
+
+/// The frame of hop `i` of `step` at fraction `t` of its flight (1.0: at rest).
+pub fn frame_at(s: &Scenario, step: usize, i: usize, t: f64) -> Frame {
+    let t = if t.is_finite() { t.clamp(0.0, 1.0) } else { 1.0 };
+    let p = if t >= 1.0 { (i + 1) as f64 } else { i as f64 + t.max(1e-6) };
+    frame(s, step, p)
 }
 
 #[cfg(test)]

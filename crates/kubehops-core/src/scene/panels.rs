@@ -256,7 +256,7 @@ mod tests {
         // The last hop is kube-proxy on Node-2 rewriting its rules after the readiness change.
         let last = st.hops.len() - 1;
         assert_eq!(st.hops[last].to, node2);
-        let f = Frame { step: 0, progress: st.hops.len() as f64, done: st.hops.len(), current: Some(last), token: None, view: st.hops.len() };
+        let f = Frame { step: 0, progress: st.hops.len() as f64, done: st.hops.len(), current: Some(last), view: st.hops.len() };
         let panel = rules_panel(&s, &f, Some(node2));
         assert!(panel.removed.iter().any(|l| l.text.contains("--to-destination 10.244.2.8:8080")), "{:?}", panel.removed);
         assert!(!panel.lines.iter().any(|l| l.text.contains("10.244.2.8")), "the Pod's lines are gone");

@@ -6,26 +6,31 @@ fn walkthrough() -> Scenario {
 }
 
 fn frame_of(s: &Scenario, step: usize, p: f64) -> Frame {
-    super::frame(s, &Layout::new(&s.actors), step, p)
+    super::frame(s, step, p)
+}
+
+fn token_at(s: &Scenario, step: usize, p: f64) -> Option<drawing::Token> {
+    drawing::token(s, &Layout::for_scenario(s), &frame_of(s, step, p))
 }
 
 #[test]
 fn token_moves_along_the_hop_and_views_follow_hops() {
     let s = walkthrough();
-    let l = Layout::new(&s.actors);
+    let l = Layout::for_scenario(&s);
     let f0 = frame_of(&s, 1, 0.0);
-    assert_eq!((f0.token, f0.view, f0.done), (None, 0, 0));
+    assert_eq!((f0.current, f0.view, f0.done), (None, 0, 0));
+    assert!(token_at(&s, 1, 0.0).is_none(), "no token before the step plays");
     let st = &s.steps[1];
     let h = &st.hops[0];
-    let start = frame_of(&s, 1, 0.001).token.unwrap().0;
-    let mid = frame_of(&s, 1, 0.5).token.unwrap().0;
-    let end = frame_of(&s, 1, 0.999).token.unwrap().0;
+    let start = token_at(&s, 1, 0.001).unwrap().at;
+    let mid = token_at(&s, 1, 0.5).unwrap().at;
+    let end = token_at(&s, 1, 0.999).unwrap().at;
     assert_ne!(start, mid);
-    let route = l.hop_route(h);
-    let rest = token_point(&route, 1.0);
-    assert!((end.x - rest.x).abs() < 2.0 && (end.y - rest.y).abs() < 2.0, "the token comes to rest beside its target");
+    let plan = drawing::plan(&s, &l, 1, 0).unwrap();
+    let rest = point_along(&plan.route, plan.rest);
+    assert!((end.x - rest.x).abs() < 2.0 && (end.y - rest.y).abs() < 2.0, "the token comes to rest where its plan says");
     let target = l.target(h.to).unwrap();
-    assert!(!target.contains(rest), "and not on it");
+    assert!(!target.contains(rest), "and not on its target");
     let fin = frame_of(&s, 1, st.hops.len() as f64);
     assert_eq!(fin.view, st.hops.len());
     assert_eq!(fin.current, Some(st.hops.len() - 1));
@@ -56,7 +61,7 @@ fn a_reply_runs_beside_its_request_with_its_ends_on_the_same_edges() {
     assert_eq!(out.len(), back.len());
     for (a, b) in out.iter().zip(&back) {
         let d = ((a.x - b.x).powi(2) + (a.y - b.y).powi(2)).sqrt();
-        assert!(d > 1.0 && d < 2.0 * layout::REPLY_OFFSET, "{a:?} vs {b:?}");
+        assert!(d > 1.0 && d <= 2.0 * (layout::SIDE_OFFSET + layout::REPLY_OFFSET) + 1e-9, "{a:?} vs {b:?}");
     }
     let (from, to) = (l.target(req.from).unwrap(), l.target(req.to).unwrap());
     assert_eq!(layout::side_of(&from, out[0]), layout::side_of(&from, back[0]));

@@ -1,0 +1,1129 @@
+//! The picture as plain data: every box, every text with its size, every
+//! trail, the token with its card, and the camera, for one moment of a
+//! scenario at one frame size.
+//!
+//! The web canvas maps a [`Drawing`] to SVG element by element; export,
+//! the transcript's pictures, the static first frame and the geometry
+//! checks read the same drawing. Nothing is decided later: the words,
+//! their sizes and their places are all here.
+//!
+//! The drawing is built in layers that change at different rates, so a
+//! renderer can keep each in its own memo: [`groups`] (boxes and their
+//! text: change with the view and the hop), [`trails`] (with the hop),
+//! [`token`] (with every tick) and [`camera`] (with every tick).
+
+use super::camera::{self, Camera, Viewport};
+use super::layout::{Layout, NodeCard, Port};
+use super::metrics;
+use super::style::{hop_style, KindStyle};
+use super::text::{balancer_lines, component_lines, pod_lines, Line, Role};
+use super::{ease, point_along, pt, Frame, Point, Rect};
+use crate::net::SockAddr;
+use crate::scenarios::{Scenario, Step};
+use crate::sim::{Actor, ActorId, ActorKind, BalancerView, Field, Hop, HopKind, Leg, NodeView, RuleSummary, View};
+
+/// How a text is placed on its `x`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Anchor {
+    Start,
+    Middle,
+    End,
+}
+
+impl Anchor {
+    /// SVG's `text-anchor`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Anchor::Start => "start",
+            Anchor::Middle => "middle",
+            Anchor::End => "end",
+        }
+    }
+}
+
+/// A run of text in one role; `class` adds a look (struck through, a
+/// rewrite's colour) to the role's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Span {
+    pub text: String,
+    pub role: Role,
+    pub class: Option<&'static str>,
+}
+
+impl Span {
+    pub fn new(text: impl Into<String>, role: Role) -> Span {
+        Span { text: text.into(), role, class: None }
+    }
+
+    pub fn with(mut self, class: &'static str) -> Span {
+        self.class = Some(class);
+        self
+    }
+
+    pub fn width(&self) -> f64 {
+        self.role.width(&self.text)
+    }
+}
+
+/// One line of text at a baseline, and the box it must stay inside.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Text {
+    pub x: f64,
+    /// The baseline.
+    pub y: f64,
+    pub anchor: Anchor,
+    pub spans: Vec<Span>,
+    /// The box the text belongs to, which it must not leave.
+    pub within: Rect,
+}
+
+impl Text {
+    pub fn new(x: f64, y: f64, anchor: Anchor, spans: Vec<Span>, within: Rect) -> Text {
+        Text { x, y, anchor, spans, within }
+    }
+
+    /// The largest size among its spans.
+    pub fn size(&self) -> f64 {
+        self.spans.iter().map(|s| s.role.size()).fold(0.0, f64::max)
+    }
+
+    /// The smallest size among its spans.
+    pub fn min_size(&self) -> f64 {
+        self.spans.iter().map(|s| s.role.size()).fold(f64::INFINITY, f64::min)
+    }
+
+    pub fn width(&self) -> f64 {
+        self.spans.iter().map(Span::width).sum()
+    }
+
+    /// All of its text.
+    pub fn content(&self) -> String {
+        self.spans.iter().map(|s| s.text.as_str()).collect()
+    }
+
+    /// The box its ink can take: from its start to its end, from the
+    /// ascenders to the descenders.
+    pub fn bounds(&self) -> Rect {
+        let w = self.width();
+        let x = match self.anchor {
+            Anchor::Start => self.x,
+            Anchor::Middle => self.x - w / 2.0,
+            Anchor::End => self.x - w,
+        };
+        let s = self.size();
+        Rect { x, y: self.y - metrics::ascent(s), w, h: metrics::ascent(s) + metrics::descent(s) }
+    }
+
+    /// The class of its first span's role, for a one-span text.
+    pub fn class(&self) -> &'static str {
+        self.spans.first().map_or("", |s| s.role.class())
+    }
+
+    /// Moved by (dx, dy).
+    pub fn moved(mut self, dx: f64, dy: f64) -> Text {
+        self.x += dx;
+        self.y += dy;
+        self.within = shift(self.within, dx, dy);
+        self
+    }
+}
+
+/// A rounded box.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shape {
+    pub rect: Rect,
+    pub rx: f64,
+    pub class: String,
+}
+
+impl Shape {
+    pub fn new(rect: Rect, rx: f64, class: impl Into<String>) -> Shape {
+        Shape { rect, rx, class: class.into() }
+    }
+}
+
+/// What a group stands for, so checks can tell an actor's box from a
+/// decoration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Owner {
+    Zone,
+    Actor(ActorId),
+    /// A node's kube-proxy panel.
+    Panel(ActorId),
+    /// A group box of actors drawn without their own.
+    Group,
+    /// Part of another group (a rule row).
+    Part,
+}
+
+/// An SVG group: its shapes, then its texts, then its child groups.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Group {
+    /// Stable across frames: the same thing has the same key.
+    pub key: String,
+    pub class: String,
+    pub owner: Owner,
+    /// A `data-` attribute (name without the prefix, value) for tests.
+    pub data: Option<(&'static str, String)>,
+    /// A tooltip (`<title>`).
+    pub title: Option<String>,
+    pub shapes: Vec<Shape>,
+    pub texts: Vec<Text>,
+    pub children: Vec<Group>,
+}
+
+impl Group {
+    fn new(key: impl Into<String>, class: impl Into<String>, owner: Owner) -> Group {
+        Group { key: key.into(), class: class.into(), owner, data: None, title: None, shapes: Vec::new(), texts: Vec::new(), children: Vec::new() }
+    }
+
+    /// Every text in it and its children.
+    pub fn all_texts(&self) -> Vec<&Text> {
+        let mut out: Vec<&Text> = self.texts.iter().collect();
+        for c in &self.children {
+            out.extend(c.all_texts());
+        }
+        out
+    }
+
+    /// Every group in it, itself first.
+    pub fn all_groups(&self) -> Vec<&Group> {
+        let mut out = vec![self];
+        for c in &self.children {
+            out.extend(c.all_groups());
+        }
+        out
+    }
+}
+
+/// The arrowhead at a trail's end: its length along the trail and its width.
+pub const ARROW_LEN: f64 = 13.0;
+pub const ARROW_W: f64 = 12.0;
+
+/// A finished hop (or the one in flight) as a line with an arrowhead.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trail {
+    /// The hop's index in its step.
+    pub hop: usize,
+    pub points: Vec<Point>,
+    pub style: KindStyle,
+    pub back: bool,
+    pub what_if: bool,
+    pub current: bool,
+}
+
+impl Trail {
+    /// Its classes: `kh-trail kh-request back current`.
+    pub fn class(&self) -> String {
+        let mut c = format!("kh-trail kh-{}", self.style.class);
+        for (on, name) in [(self.back, " back"), (self.what_if, " whatif"), (self.current, " current")] {
+            if on {
+                c.push_str(name);
+            }
+        }
+        c
+    }
+
+    /// The box its arrowhead covers.
+    pub fn arrowhead(&self) -> Option<Rect> {
+        arrowhead(&self.points)
+    }
+}
+
+/// The box the arrowhead at the end of `path` covers.
+pub fn arrowhead(path: &[Point]) -> Option<Rect> {
+    let n = path.len();
+    if n < 2 {
+        return None;
+    }
+    let (a, b) = (path[n - 2], path[n - 1]);
+    let (dx, dy) = (b.x - a.x, b.y - a.y);
+    let len = (dx * dx + dy * dy).sqrt().max(1e-9);
+    let tail = pt(b.x - dx / len * ARROW_LEN, b.y - dy / len * ARROW_LEN);
+    let (x0, x1) = (b.x.min(tail.x), b.x.max(tail.x));
+    let (y0, y1) = (b.y.min(tail.y), b.y.max(tail.y));
+    let half = ARROW_W / 2.0;
+    Some(if dx.abs() > dy.abs() { Rect { x: x0, y: b.y - half, w: x1 - x0, h: ARROW_W } } else { Rect { x: b.x - half, y: y0, w: ARROW_W, h: y1 - y0 } })
+}
+
+/// The packet (or message) in flight: a pill with its kind's label on
+/// the route, and a card beside it with what the reader needs at this
+/// hop (its addresses and payload, each rewrite with the old value struck
+/// through).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Token {
+    pub hop: usize,
+    /// Where the pill's centre is, on the route.
+    pub at: Point,
+    pub style: KindStyle,
+    pub what_if: bool,
+    pub pill: Pill,
+    pub card: Card,
+}
+
+impl Token {
+    /// The pill's box, in drawing coordinates.
+    pub fn pill_rect(&self) -> Rect {
+        Rect { x: self.at.x - self.pill.w / 2.0, y: self.at.y - self.pill.h / 2.0, w: self.pill.w, h: self.pill.h }
+    }
+
+    /// The card's box, in drawing coordinates.
+    pub fn card_rect(&self) -> Rect {
+        Rect { x: self.at.x + self.card.offset.x, y: self.at.y + self.card.offset.y, w: self.card.w, h: self.card.h }
+    }
+
+    /// The card's texts, in drawing coordinates.
+    pub fn card_texts(&self) -> Vec<Text> {
+        let r = self.card_rect();
+        self.card.texts.iter().cloned().map(|t| t.moved(r.x, r.y)).collect()
+    }
+
+    /// Its classes: `kh-token kh-request whatif`.
+    pub fn class(&self) -> String {
+        format!("kh-token kh-{}{}", self.style.class, if self.what_if { " whatif" } else { "" })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pill {
+    pub w: f64,
+    pub h: f64,
+    pub label: &'static str,
+}
+
+/// A token's card. Its texts are placed relative to its top-left corner,
+/// which is `offset` from the pill's centre, so the card travels with the
+/// pill without being rebuilt.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Card {
+    pub offset: Point,
+    pub w: f64,
+    pub h: f64,
+    pub texts: Vec<Text>,
+    /// A look beyond the kind's: a failed answer (`bad`), an answer (`good`).
+    pub tone: Option<&'static str>,
+}
+
+/// Everything drawn at one moment.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Drawing {
+    pub world: Rect,
+    pub camera: Camera,
+    pub groups: Vec<Group>,
+    pub trails: Vec<Trail>,
+    pub token: Option<Token>,
+}
+
+impl Drawing {
+    /// Every text drawn, the token's included.
+    pub fn texts(&self) -> Vec<Text> {
+        let mut out: Vec<Text> = self.groups.iter().flat_map(|g| g.all_texts()).cloned().collect();
+        if let Some(t) = &self.token {
+            out.extend(t.card_texts());
+        }
+        out
+    }
+}
+
+/// The whole drawing of (`frame`) at this frame size.
+pub fn draw(s: &Scenario, layout: &Layout, frame: &Frame, vp: Viewport) -> Drawing {
+    let groups = groups(s, layout, frame);
+    let trails = trails(s, layout, frame);
+    let token = token(s, layout, frame);
+    let camera = camera(s, layout, frame, vp);
+    Drawing { world: layout.world(), camera, groups, trails, token }
+}
+
+// ---------------------------------------------------------------- ports
+
+/// The hop a packet continues on after hop `i`: the next hop of its
+/// connection leaving the actor hop `i` reached.
+fn next_of(st: &Step, i: usize) -> Option<&Hop> {
+    let h = st.hops.get(i)?;
+    st.hops[i + 1..].iter().find(|n| n.conn.is_some() && n.conn == h.conn && n.from == h.to && n.leg == h.leg)
+}
+
+/// Whether a node's rules or conntrack act on the packet of `h`, which
+/// leaves `node`: it rewrites the packet there, or a rule that kube-proxy
+/// wrote for a Service matched. Otherwise the node only routes it.
+fn decided_here(h: &Hop, node: ActorId) -> bool {
+    match &h.packet {
+        Some(p) if p.decided_on == Some(node) => !p.rewrites.is_empty() || p.matched.iter().any(|m| m.purpose.is_some()) || h.dropped.is_some(),
+        _ => h.packet.is_none(),
+    }
+}
+
+/// The ports hop `i` of a step meets its ends at: a node's panel where
+/// its rules act (the row of the address the packet aims at, when the
+/// panel shows one), its junction where it only routes.
+pub fn ports(st: &Step, layout: &Layout, i: usize) -> (Port, Port) {
+    let Some(h) = st.hops.get(i) else { return (Port::Panel, Port::Panel) };
+    let view = st.views.get(i + 1).or(st.views.last());
+    let from = match layout.node_card(h.from) {
+        Some(_) if h.packet.is_some() && !decided_here(h, h.from) => Port::Route,
+        _ => Port::Panel,
+    };
+    let to = match layout.node_card(h.to) {
+        Some(card) if h.packet.is_some() => match next_of(st, i) {
+            Some(n) if !decided_here(n, h.to) => Port::Route,
+            _ => {
+                let dst = h.packet.as_ref().map(|p| p.after.dst);
+                let node = view.and_then(|v| v.node(h.to));
+                dst.and_then(|d| node.and_then(|n| row_of_address(n, d, card))).map_or(Port::Panel, Port::Row)
+            }
+        },
+        _ => Port::Panel,
+    };
+    (from, to)
+}
+
+/// The row of a node's panel that shows the virtual address `dst`.
+fn row_of_address(n: &NodeView, dst: SockAddr, card: &NodeCard) -> Option<usize> {
+    let rows = panel_rows(Some(n), None, &[]);
+    let i = rows.iter().position(|r| r.aims == Some(Aim::Addr(dst)) || r.aims == Some(Aim::Port(dst.port)))?;
+    (i < card.rows()).then_some(i)
+}
+
+/// The route hop `i` is drawn on.
+pub fn hop_path(st: &Step, layout: &Layout, i: usize) -> Vec<Point> {
+    let Some(h) = st.hops.get(i) else { return Vec::new() };
+    let (fp, tp) = ports(st, layout, i);
+    layout.hop_route_at(h, fp, tp)
+}
+
+// ---------------------------------------------------------------- groups
+
+fn shift(r: Rect, dx: f64, dy: f64) -> Rect {
+    Rect { x: r.x + dx, y: r.y + dy, ..r }
+}
+
+/// Whether `id` is an end of the hop on screen.
+fn is_active(st: Option<&Step>, f: &Frame, id: ActorId) -> bool {
+    f.current.and_then(|i| st.and_then(|s| s.hops.get(i))).is_some_and(|h| h.from == id || h.to == id)
+}
+
+/// The boxes and their texts at `frame`: zones, actors, node cards with
+/// their panels and Pods, group boxes.
+pub fn groups(s: &Scenario, layout: &Layout, f: &Frame) -> Vec<Group> {
+    let st = s.steps.get(f.step);
+    let view = st.and_then(|st| st.views.get(f.view));
+    let mut out: Vec<Group> = layout.columns.iter().map(zone).collect();
+    for a in s.actors.iter().filter(|a| a.parent.is_none()) {
+        let active = is_active(st, f, a.id);
+        match a.kind {
+            ActorKind::Node => out.extend(node_card(s, layout, f, a, active)),
+            ActorKind::LoadBalancer => out.extend(balancer(layout, a, view.map_or(BalancerView::Absent, |v| v.balancer(a.id)), active)),
+            _ => out.extend(component(layout, a, active)),
+        }
+    }
+    out.extend(layout.groups.iter().filter(|g| g.node.is_none()).map(|g| group_box(s, g)));
+    out
+}
+
+fn zone(c: &super::layout::Column) -> Group {
+    let r = c.rect;
+    let mut g = Group::new(format!("zone-{}", c.zone.label()), "kh-zone", Owner::Zone);
+    g.shapes.push(Shape::new(r, 14.0, ""));
+    g.texts.push(Text::new(r.x + 12.0, r.y + 23.0, Anchor::Start, vec![Span::new(c.zone.label(), Role::Zone)], r));
+    g
+}
+
+/// Lines stacked from the top of `r`, centred.
+fn stack(lines: &[Line], r: Rect) -> Vec<Text> {
+    let mut y = r.y + super::layout::PAD_V;
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        y += if i == 0 { metrics::ascent(l.role.size()) } else { l.role.leading() };
+        out.push(Text::new(r.center().x, y, Anchor::Middle, vec![Span::new(l.text.clone(), l.role)], r));
+    }
+    out
+}
+
+/// Lines centred in `r` as a block.
+fn stack_centred(lines: &[Line], r: Rect) -> Vec<Text> {
+    let h = super::text::stack_height(lines);
+    let top = r.y + (r.h - h) / 2.0 - super::layout::PAD_V;
+    stack(lines, Rect { y: top, ..r }).into_iter().map(|t| Text { within: r, ..t }).collect()
+}
+
+/// Laptop, hosts, the API server and controllers: a labelled box.
+fn component(layout: &Layout, a: &Actor, active: bool) -> Option<Group> {
+    let r = layout.rect(a.id)?;
+    let mut g = Group::new(format!("actor-{}", a.id.0), format!("kh-actor kh-kind-{}{}", a.kind.css_name(), if active { " active" } else { "" }), Owner::Actor(a.id));
+    g.data = Some(("actor", a.short.clone()));
+    g.title = Some(a.label.clone());
+    g.shapes.push(Shape::new(r, 10.0, ""));
+    let lines = component_lines(a, super::layout::label_room(r.w + 2.0 * 12.0));
+    g.texts = stack_centred(&lines, r);
+    Some(g)
+}
+
+fn balancer(layout: &Layout, a: &Actor, state: BalancerView, active: bool) -> Option<Group> {
+    let r = layout.rect(a.id)?;
+    let st = match state {
+        BalancerView::Absent => " absent",
+        BalancerView::Provisioning => " provisioning",
+        BalancerView::Active { .. } => "",
+    };
+    let mut g = Group::new(format!("actor-{}", a.id.0), format!("kh-actor kh-lb{st}{}", if active { " active" } else { "" }), Owner::Actor(a.id));
+    g.data = Some(("actor", a.short.clone()));
+    g.title = Some(a.label.clone());
+    g.shapes.push(Shape::new(r, 10.0, ""));
+    g.texts = stack_centred(&balancer_lines(a, state), r);
+    Some(g)
+}
+
+/// A group box: the Pods of a node, or the nodes, drawn without a box
+/// of their own ("+37 Pods", "+42 nodes"); its title lists who is in it.
+fn group_box(s: &Scenario, gb: &super::GroupBox) -> Group {
+    let r = gb.rect;
+    let label = gb.label();
+    let names: Vec<String> = gb.members.iter().filter_map(|m| s.actor(*m)).filter(|a| a.kind == gb.kind || (gb.kind != ActorKind::Node && a.kind.is_pod())).take(40).map(|a| a.label.clone()).collect();
+    let more = gb.members.len() > names.len() && gb.kind != ActorKind::Node;
+    let mut g = Group::new(format!("group-{label}-{}", gb.node.map_or(0, |n| n.0)), "kh-group", Owner::Group);
+    g.data = Some(("group", label.clone()));
+    g.title = Some(format!("{label}: {}{}", names.join(", "), if more { ", …" } else { "" }));
+    g.shapes.push(Shape::new(r, 8.0, ""));
+    let mut lines = vec![Line::new(label, Role::Label)];
+    if r.h >= 52.0 {
+        lines.push(Line::new("not in this story", Role::Muted));
+    }
+    g.texts = stack_centred(&lines, r);
+    g
+}
+
+fn node_card(s: &Scenario, layout: &Layout, f: &Frame, node: &Actor, active: bool) -> Option<Group> {
+    let card = *layout.node_card(node.id)?;
+    let st = s.steps.get(f.step);
+    let c = card.card;
+    let mut g = Group::new(format!("node-{}", node.id.0), format!("kh-node{}", if active { " active" } else { "" }), Owner::Actor(node.id));
+    g.data = Some(("node", node.short.clone()));
+    g.shapes.push(Shape::new(c, 12.0, "kh-node-card"));
+    let pad = super::layout::PAD + 2.0;
+    g.texts.push(Text::new(c.x + pad, c.y + 28.0, Anchor::Start, vec![Span::new(node.short.clone(), Role::NodeName)], c));
+    g.texts.push(Text::new(c.right() - pad, c.y + 28.0, Anchor::End, vec![Span::new(node.sublabel.clone(), Role::Mono)], c));
+    g.children.push(panel(s, f, &card));
+    let mut junction = Group::new(format!("junction-{}", node.id.0), "kh-junction", Owner::Part);
+    junction.title = Some(format!("{} routes packets its rules do not rewrite", node.short));
+    junction.shapes.push(Shape::new(card.junction(), 3.0, ""));
+    g.children.push(junction);
+    let pods: Vec<&Actor> = s.actors.iter().filter(|a| a.parent == Some(node.id) && layout.has_box(a.id)).collect();
+    let view = st.and_then(|st| st.views.get(f.view));
+    if pods.is_empty() {
+        let svc = st.and_then(|st| st.views.first()).and_then(|v| v.kubectl.rows.get(1)).and_then(|r| r.first().cloned()).unwrap_or_default();
+        let text = if svc.is_empty() { "no Pods".to_string() } else { format!("no {svc} Pod") };
+        let mut e = Group::new(format!("nopods-{}", node.id.0), "kh-pod empty", Owner::Part);
+        e.shapes.push(Shape::new(card.pods, 8.0, ""));
+        e.texts = stack_centred(&[Line::new(text, Role::Muted)], card.pods);
+        g.children.push(e);
+    }
+    for p in pods {
+        let ready = view.is_none_or(|v| !v.not_ready.contains(&p.id));
+        g.children.extend(pod_box(layout, p, ready, is_active(st, f, p.id)));
+    }
+    g.children.extend(layout.groups.iter().filter(|gb| gb.node == Some(node.id)).map(|gb| group_box(s, gb)));
+    Some(g)
+}
+
+fn pod_box(layout: &Layout, p: &Actor, ready: bool, active: bool) -> Option<Group> {
+    let r = layout.rect(p.id)?;
+    let dns = p.kind == ActorKind::CoreDns;
+    let class = format!("kh-pod{}{}{}", if active { " active" } else { "" }, if ready { "" } else { " notready" }, if dns { " coredns" } else { "" });
+    let mut g = Group::new(format!("pod-{}", p.id.0), class, Owner::Actor(p.id));
+    g.data = Some(("pod", p.short.clone()));
+    g.title = Some(format!("Pod {}", p.label));
+    g.shapes.push(Shape::new(r, 8.0, ""));
+    g.texts = stack_centred(&pod_lines(p, ready), r);
+    Some(g)
+}
+
+/// What a row of a kube-proxy panel aims at, for the routes that meet it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Aim {
+    /// A virtual address: cluster IP, balancer IP, external IP.
+    Addr(SockAddr),
+    /// A node port, on every address of the node.
+    Port(u16),
+}
+
+/// One row of a kube-proxy panel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub spans: Vec<Span>,
+    /// A virtual address of the Service (drawn dashed: it exists only as rules).
+    pub aims: Option<Aim>,
+    /// The rule lines it stands for.
+    pub lines: Vec<usize>,
+    pub hit: bool,
+    pub added: bool,
+    pub removed: bool,
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// A summary's row: a virtual address the rules catch, or what they do.
+fn summary_row(r: &RuleSummary) -> Row {
+    let vip = |addr: String, what: &str| vec![Span::new(addr, Role::Rule), Span::new(format!("  {what}"), Role::Muted)];
+    let (spans, aims) = match r {
+        RuleSummary::ClusterIp { addr, .. } => (vip(addr.to_string(), "cluster IP"), Some(Aim::Addr(*addr))),
+        RuleSummary::NodePort { port, .. } => (vip(format!(":{port}"), "node port"), Some(Aim::Port(*port))),
+        RuleSummary::LoadBalancerIp { addr, .. } => (vip(addr.to_string(), "balancer IP"), Some(Aim::Addr(*addr))),
+        RuleSummary::ExternalIp { addr, .. } => (vip(addr.to_string(), "external IP"), Some(Aim::Addr(*addr))),
+        RuleSummary::Endpoints { targets, .. } => {
+            let text = match targets.len() {
+                0 => "no endpoints".to_string(),
+                1 => "DNAT to its 1 Pod".to_string(),
+                n => format!("DNAT to 1 of {}, at random", plural(n, "Pod", "Pods")),
+            };
+            (vec![Span::new(text, Role::Muted)], None)
+        }
+        RuleSummary::Reject { addr, .. } => (vec![Span::new(addr.to_string(), Role::Rule), Span::new("  REJECT", Role::Muted)], None),
+    };
+    Row { spans, aims, lines: r.lines().to_vec(), hit: false, added: false, removed: false }
+}
+
+/// A panel's rows in a view: each summary of the node's rules, those the
+/// current hop matched marked hit, and, when `before` is given (the view
+/// before a hop that changed the rules), the rows added and removed.
+pub fn panel_rows(now: Option<&NodeView>, before: Option<&NodeView>, hit_lines: &[usize]) -> Vec<Row> {
+    let now_rules: &[RuleSummary] = now.map_or(&[], |n| n.rules.as_slice());
+    let mut rows: Vec<Row> = now_rules
+        .iter()
+        .map(|r| {
+            let mut row = summary_row(r);
+            row.hit = r.lines().iter().any(|l| hit_lines.contains(l));
+            row.added = before.is_some_and(|b| !b.rules.iter().any(|x| same_summary(x, r)));
+            row
+        })
+        .collect();
+    if let Some(b) = before {
+        for r in b.rules.iter().filter(|r| !now_rules.iter().any(|x| same_summary(x, r))) {
+            let mut row = summary_row(r);
+            row.removed = true;
+            rows.push(row);
+        }
+    }
+    rows
+}
+
+/// Two summaries stand for the same rule whatever their line numbers.
+fn same_summary(a: &RuleSummary, b: &RuleSummary) -> bool {
+    use RuleSummary::*;
+    match (a, b) {
+        (ClusterIp { addr: x, .. }, ClusterIp { addr: y, .. }) | (LoadBalancerIp { addr: x, .. }, LoadBalancerIp { addr: y, .. }) | (ExternalIp { addr: x, .. }, ExternalIp { addr: y, .. }) | (Reject { addr: x, .. }, Reject { addr: y, .. }) => x == y,
+        (NodePort { port: x, .. }, NodePort { port: y, .. }) => x == y,
+        (Endpoints { targets: x, .. }, Endpoints { targets: y, .. }) => x == y,
+        _ => false,
+    }
+}
+
+/// The view before the hop on screen, when that hop is a control-plane
+/// message that reached `node` (kube-proxy rewrote its rules).
+fn before_update<'a>(st: Option<&'a Step>, f: &Frame, node: ActorId) -> Option<&'a NodeView> {
+    let st = st?;
+    let i = f.current?;
+    let h = st.hops.get(i)?;
+    (h.kind == HopKind::ControlPlane && h.to == node && f.view == i + 1).then(|| st.views.get(i).and_then(|v| v.node(node))).flatten()
+}
+
+fn panel(s: &Scenario, f: &Frame, card: &NodeCard) -> Group {
+    let id = card.node;
+    let st = s.steps.get(f.step);
+    let view: Option<&View> = st.and_then(|st| st.views.get(f.view));
+    let now = view.and_then(|v| v.node(id));
+    let hit: Vec<usize> = f
+        .current
+        .and_then(|i| st.and_then(|st| st.hops.get(i)))
+        .and_then(|h| h.packet.as_ref())
+        .filter(|p| p.decided_on == Some(id))
+        .map(|p| p.matched.iter().map(|m| m.line).collect())
+        .unwrap_or_default();
+    let before = before_update(st, f, id);
+    let rows = panel_rows(now, before, &hit);
+    let p = card.panel;
+    let mut g = Group::new(format!("panel-{}", id.0), format!("kh-proxy{}", if before.is_some() { " updated" } else { "" }), Owner::Panel(id));
+    g.shapes.push(Shape::new(p, 8.0, ""));
+    g.texts.push(Text::new(p.x + 10.0, p.y + 18.0, Anchor::Start, vec![Span::new("kube-proxy · iptables", Role::PanelTitle)], p));
+    if rows.is_empty() {
+        let svc = st.and_then(|st| st.views.first()).and_then(|v| v.kubectl.rows.get(1)).and_then(|r| r.first().cloned()).unwrap_or_default();
+        let text = if svc.is_empty() { "no rules".to_string() } else { format!("no rules for {svc}") };
+        g.texts.push(Text::new(p.x + 10.0, p.y + 44.0, Anchor::Start, vec![Span::new(text, Role::Muted)], p));
+        return g;
+    }
+    let room = card.rows();
+    let shown = if rows.len() > room { room - 1 } else { rows.len() };
+    for (i, row) in rows.iter().take(shown).enumerate() {
+        g.children.push(row_group(id, i, row, card.row(i)));
+    }
+    if rows.len() > shown {
+        let more = rows.len() - shown;
+        let r = card.row(shown);
+        let mut m = Group::new(format!("row-{}-more", id.0), "kh-rule more", Owner::Part);
+        m.texts.push(Text::new(r.x + 6.0, r.y + 15.5, Anchor::Start, vec![Span::new(format!("+{} more (Rules panel)", plural(more, "row", "rows")), Role::Muted)], r));
+        g.children.push(m);
+    }
+    g
+}
+
+fn row_group(node: ActorId, i: usize, row: &Row, r: Rect) -> Group {
+    let mut class = String::from("kh-rule");
+    for (on, name) in [(row.hit, " hit"), (row.added, " added"), (row.removed, " removed"), (row.aims.is_some(), " vip")] {
+        if on {
+            class.push_str(name);
+        }
+    }
+    let mut g = Group::new(format!("row-{}-{i}", node.0), class, Owner::Part);
+    if row.aims.is_some() {
+        g.title = Some("A virtual address: no machine has it; it exists only as kube-proxy's rules".into());
+    }
+    g.shapes.push(Shape::new(r, 4.0, ""));
+    let mark = match (row.hit, row.added, row.removed) {
+        (_, _, true) => "− ",
+        (_, true, _) => "+ ",
+        (true, _, _) => "▶ ",
+        _ => "",
+    };
+    let mut spans = Vec::new();
+    if !mark.is_empty() {
+        spans.push(Span::new(mark, Role::Rule));
+    }
+    spans.extend(row.spans.iter().cloned().map(|s| if row.removed { s.with("kh-struck") } else { s }));
+    // Cut to the row, keeping the address whole.
+    let room = r.w - 12.0;
+    let mut used = 0.0;
+    let mut fitted = Vec::new();
+    for sp in spans {
+        let w = sp.width();
+        if used + w <= room {
+            used += w;
+            fitted.push(sp);
+        } else {
+            let cut = metrics::fit(&sp.text, sp.role.size(), sp.role.face(), room - used);
+            if cut.chars().count() > 1 {
+                fitted.push(Span { text: cut, ..sp });
+            }
+            break;
+        }
+    }
+    g.texts.push(Text::new(r.x + 6.0, r.y + 15.5, Anchor::Start, fitted, r));
+    g
+}
+
+// ---------------------------------------------------------------- trails
+
+/// The finished hops of the step on screen and the hop in flight. A hop
+/// that takes exactly the path of a later one (a second query of the
+/// search path, a retry) is drawn once, as the later one.
+pub fn trails(s: &Scenario, layout: &Layout, f: &Frame) -> Vec<Trail> {
+    let Some(st) = s.steps.get(f.step) else { return Vec::new() };
+    let upto = f.current.map_or(0, |c| c + 1);
+    let all: Vec<Trail> = st
+        .hops
+        .iter()
+        .enumerate()
+        .take(upto)
+        .filter(|(_, h)| h.from != h.to)
+        .map(|(i, h)| Trail { hop: i, points: hop_path(st, layout, i), style: hop_style(h), back: h.leg == Leg::Back, what_if: h.what_if, current: Some(i) == f.current })
+        .collect();
+    all.iter().enumerate().filter(|(i, t)| !all[i + 1..].iter().any(|u| u.points == t.points)).map(|(_, t)| t.clone()).collect()
+}
+
+// ---------------------------------------------------------------- token
+
+const PILL_H: f64 = 24.0;
+const CARD_PAD: f64 = 9.0;
+const CARD_MAX_W: f64 = 300.0;
+
+fn pill(style: KindStyle, dropped: bool) -> Pill {
+    let label = if dropped { "✕ DROP" } else { style.label };
+    Pill { w: (Role::CardHead.width(label) + 18.0).ceil(), h: PILL_H, label }
+}
+
+fn tag(kind: crate::sim::RewriteKind) -> (&'static str, &'static str) {
+    use crate::sim::RewriteKind::*;
+    match kind {
+        Dnat => ("DNAT", "kh-rw-dnat"),
+        Snat => ("SNAT", "kh-rw-snat"),
+        UnDnat => ("un-DNAT", "kh-rw-undo"),
+        UnSnat => ("un-SNAT", "kh-rw-undo"),
+        Balancer => ("balancer", "kh-rw-lb"),
+    }
+}
+
+/// A short phrase for why a packet went no further.
+fn drop_phrase(d: &crate::sim::DropReason) -> String {
+    use crate::sim::DropReason::*;
+    match d {
+        NoRoute { dst, .. } => format!("no route to {dst}"),
+        Filtered { rejected: true, .. } => "rejected by a rule".into(),
+        Filtered { .. } => "dropped by a rule".into(),
+        Refused { port, .. } => format!("refused: nothing on :{port}"),
+        NoListener { dst } => format!("no listener on {dst}"),
+        NoTargets => "no healthy target".into(),
+        Unresolved { .. } => "the name does not resolve".into(),
+        TooManyHops => "caught in a loop".into(),
+        NoNeighbour { ip, .. } => format!("no ARP answer for {ip}"),
+        ReplyFromWrongSource { got, .. } => format!("answer from {got}: unexpected"),
+    }
+}
+
+/// The lines of a hop's card and its tone.
+fn card_lines(h: &Hop, style: KindStyle) -> (Vec<Vec<Span>>, Option<&'static str>) {
+    use crate::sim::Payload;
+    let mut lines: Vec<Vec<Span>> = Vec::new();
+    let mut tone = None;
+    let head_kind = if h.dropped.is_some() { "✕ DROP".to_string() } else { style.label.to_string() };
+    let what_if = if h.what_if { "WHAT IF · " } else { "" };
+    if let Some(a) = &h.arp {
+        lines.push(vec![Span::new(format!("{what_if}{head_kind} · {}", a.iface), Role::CardHead)]);
+        let text = match a.op {
+            crate::sim::ArpOp::Request => format!("who-has {}?", a.target_ip),
+            crate::sim::ArpOp::Reply => format!("{} is-at", a.sender_ip),
+        };
+        lines.push(vec![Span::new(text, Role::CardLine)]);
+        if a.op == crate::sim::ArpOp::Reply {
+            lines.push(vec![Span::new(a.sender_mac.to_string(), Role::CardLine)]);
+        }
+        return (lines, tone);
+    }
+    let Some(p) = &h.packet else {
+        lines.push(vec![Span::new(format!("{what_if}{head_kind}"), Role::CardHead)]);
+        lines.push(vec![Span::new(h.caption.clone(), Role::Muted)]);
+        if let Some(d) = &h.dropped {
+            lines.push(vec![Span::new(drop_phrase(d), Role::Muted).with("kh-card-bad")]);
+            tone = Some("bad");
+        }
+        return (lines, tone);
+    };
+    lines.push(vec![Span::new(format!("{what_if}{head_kind} · {}", p.after.proto.api_name()), Role::CardHead)]);
+    if let Some(pl) = &p.payload {
+        let (text, t) = match pl {
+            Payload::DnsQuery { name, qtype } => (format!("{qtype}? {name}"), None),
+            Payload::DnsAnswer(r) if r.rcode == crate::dns::Rcode::NxDomain => ("✕ NXDOMAIN".to_string(), Some("bad")),
+            Payload::DnsAnswer(r) if r.answer.is_empty() => (format!("✕ no {} record", r.qtype), Some("bad")),
+            Payload::DnsAnswer(r) => (format!("✓ {}", r.answer.iter().map(crate::dns::Record::short).collect::<Vec<_>>().join(", ")), Some("good")),
+            Payload::HttpRequest { host, path } => (format!("GET {path} · Host {host}"), None),
+            Payload::HttpResponse { status, reason } if *status >= 400 => (format!("✕ {status} {reason}"), Some("bad")),
+            Payload::HttpResponse { status, reason } => (format!("✓ {status} {reason}"), Some("good")),
+        };
+        tone = t;
+        let span = Span::new(text, Role::CardLine);
+        lines.push(vec![match t {
+            Some("bad") => span.with("kh-card-bad"),
+            Some(_) => span.with("kh-card-good"),
+            None => span,
+        }]);
+    }
+    for (field, name, before, after) in [(Field::Source, "src ", p.before.src, p.after.src), (Field::Destination, "dst ", p.before.dst, p.after.dst)] {
+        match p.rewrites.iter().find(|r| r.field == field) {
+            Some(r) => {
+                let (t, class) = tag(r.kind);
+                lines.push(vec![Span::new(name, Role::CardLine), Span::new(before.to_string(), Role::CardLine).with("kh-struck")]);
+                lines.push(vec![Span::new(" →  ", Role::CardLine), Span::new(after.to_string(), Role::CardLine).with(class), Span::new(format!("  {t}"), Role::Tag).with(class)]);
+            }
+            None => lines.push(vec![Span::new(name, Role::CardLine), Span::new(after.to_string(), Role::CardLine)]),
+        }
+    }
+    if let Some(d) = &h.dropped {
+        lines.push(vec![Span::new(drop_phrase(d), Role::Muted).with("kh-card-bad")]);
+        tone = Some("bad");
+    }
+    (lines, tone)
+}
+
+/// A hop's card, with its texts placed from its top-left corner.
+fn card_for(h: &Hop, style: KindStyle) -> Card {
+    let (lines, tone) = card_lines(h, style);
+    let w_of = |l: &Vec<Span>| l.iter().map(Span::width).sum::<f64>();
+    let inner = lines.iter().map(w_of).fold(0.0, f64::max).min(CARD_MAX_W - 2.0 * CARD_PAD);
+    let w = (inner + 2.0 * CARD_PAD).ceil();
+    let mut y = CARD_PAD - 2.0;
+    let mut texts = Vec::new();
+    let whole = Rect { x: 0.0, y: 0.0, w, h: 0.0 };
+    for (i, l) in lines.into_iter().enumerate() {
+        let size = l.iter().map(|s| s.role.size()).fold(0.0, f64::max);
+        y += if i == 0 { metrics::ascent(size) + 2.0 } else { (size * 1.36).round() };
+        // A line too wide for the card is cut, its last span first.
+        let mut spans = l;
+        while spans.iter().map(Span::width).sum::<f64>() > inner && !spans.is_empty() {
+            let used: f64 = spans[..spans.len() - 1].iter().map(Span::width).sum();
+            let last = spans.pop().unwrap_or_else(|| Span::new("", Role::CardLine));
+            let cut = metrics::fit(&last.text, last.role.size(), last.role.face(), inner - used);
+            if cut.chars().count() > 1 {
+                spans.push(Span { text: cut, ..last });
+                break;
+            }
+        }
+        texts.push(Text::new(CARD_PAD, y, Anchor::Start, spans, whole));
+    }
+    let h = (y + CARD_PAD).ceil();
+    for t in &mut texts {
+        t.within.h = h;
+    }
+    Card { offset: pt(0.0, 0.0), w, h, texts, tone }
+}
+
+/// What a token must not rest on: every text, every arrowhead (but its
+/// own hop's, which it points along), and the boxes of actors it does
+/// not go between.
+pub struct Obstacles {
+    pub texts: Vec<Rect>,
+    pub arrows: Vec<Rect>,
+    /// Boxes it must not touch; the ends of the hop and their nodes' cards are left out.
+    pub boxes: Vec<Rect>,
+    pub world: Rect,
+}
+
+impl Obstacles {
+    /// The obstacles of hop `i` at the end of its flight.
+    pub fn at_rest(s: &Scenario, layout: &Layout, step: usize, i: usize) -> Obstacles {
+        let f = super::frame_at(s, step, i, 1.0);
+        let gs = groups(s, layout, &f);
+        let texts: Vec<Rect> = gs.iter().flat_map(|g| g.all_texts()).map(Text::bounds).collect();
+        let arrows: Vec<Rect> = trails(s, layout, &f).iter().filter_map(Trail::arrowhead).collect();
+        let st = s.steps.get(step);
+        let ends: Vec<ActorId> = st.and_then(|st| st.hops.get(i)).map_or(Vec::new(), |h| vec![h.from, h.to]);
+        let mut skip: Vec<ActorId> = ends.clone();
+        skip.extend(ends.iter().filter_map(|e| s.actor(*e).and_then(|a| a.parent)));
+        let mut boxes: Vec<Rect> = layout.boxes.iter().filter(|(id, _)| !skip.contains(id)).map(|(_, r)| *r).collect();
+        // Inside a node it goes to, the other Pods and the panel still count.
+        for n in layout.nodes.iter().filter(|n| skip.contains(&n.node)) {
+            if !ends.contains(&n.node) {
+                boxes.push(n.panel);
+            }
+        }
+        boxes.extend(layout.groups.iter().filter(|g| !ends.iter().any(|e| g.members.contains(e))).map(|g| g.rect));
+        Obstacles { texts, arrows, boxes, world: layout.world() }
+    }
+
+    /// How badly `r` sits: 0 when it is clear of everything.
+    pub fn cost(&self, r: &Rect) -> f64 {
+        let over = |o: &Rect| if r.intersects(o) { overlap(r, o) } else { 0.0 };
+        let inside = r.x >= self.world.x && r.y >= self.world.y && r.right() <= self.world.right() && r.bottom() <= self.world.bottom();
+        self.texts.iter().map(over).sum::<f64>() * 4.0 + self.arrows.iter().map(over).sum::<f64>() * 4.0 + self.boxes.iter().map(over).sum::<f64>() + if inside { 0.0 } else { 1e6 }
+    }
+}
+
+fn overlap(a: &Rect, b: &Rect) -> f64 {
+    let w = a.right().min(b.right()) - a.x.max(b.x);
+    let h = a.bottom().min(b.bottom()) - a.y.max(b.y);
+    if w > 0.0 && h > 0.0 {
+        w * h + 100.0
+    } else {
+        0.0
+    }
+}
+
+fn route_len(p: &[Point]) -> f64 {
+    p.windows(2).map(|w| ((w[1].x - w[0].x).powi(2) + (w[1].y - w[0].y).powi(2)).sqrt()).sum()
+}
+
+/// Where hop `i`'s pill rests at the end of its flight (the fraction of
+/// its route) and where its card sits, clear of `obs` where there is
+/// room: the pill as near the end as it can be without touching the
+/// arrowhead or anything else, the card beside it, else at the nearest
+/// clear place.
+fn rest(route: &[Point], pill: &Pill, card: &Card, obs: &Obstacles) -> (f64, Point) {
+    let len = route_len(route).max(1e-9);
+    let pill_at = |t: f64| {
+        let c = point_along(route, t);
+        Rect { x: c.x - pill.w / 2.0, y: c.y - pill.h / 2.0, w: pill.w, h: pill.h }
+    };
+    let own_arrow = arrowhead(route);
+    let clear = |r: &Rect| obs.cost(r) + own_arrow.map_or(0.0, |a| if r.intersects(&a) { overlap(r, &a) * 4.0 } else { 0.0 });
+    // The pill: from the end backwards, in steps of 4 units.
+    let mut best = (f64::INFINITY, 0.5);
+    let mut d = ARROW_LEN + pill.w.max(pill.h) / 2.0 + 2.0;
+    while d < len {
+        let t = 1.0 - d / len;
+        let c = clear(&pill_at(t));
+        if c < best.0 {
+            best = (c, t);
+        }
+        if c == 0.0 {
+            break;
+        }
+        d += 4.0;
+    }
+    let t = best.1;
+    let p = pill_at(t);
+    let at = p.center();
+    let (w, h) = (card.w, card.h);
+    let gap = 6.0;
+    let score = |o: Point| {
+        let r = Rect { x: o.x, y: o.y, w, h };
+        let c = clear(&r) + if route.windows(2).any(|s| seg_hits(s[0], s[1], &r)) { 50.0 } else { 0.0 } + if r.intersects(&p) { 1e5 } else { 0.0 };
+        let dist = ((r.center().x - at.x).powi(2) + (r.center().y - at.y).powi(2)).sqrt();
+        if c == 0.0 { dist } else { 1e4 + c + dist }
+    };
+    // Beside the pill first, then rings farther out, then anywhere near.
+    let mut best = (f64::INFINITY, pt(p.right() + gap, at.y - h / 2.0));
+    let consider = |o: Point, best: &mut (f64, Point)| {
+        let sc = score(o);
+        if sc < best.0 {
+            *best = (sc, o);
+        }
+    };
+    for ring in 0..6 {
+        let r = ring as f64 * 20.0;
+        for o in [
+            pt(p.right() + gap + r, at.y - h / 2.0),
+            pt(p.x - gap - w - r, at.y - h / 2.0),
+            pt(at.x - w / 2.0, p.y - gap - h - r),
+            pt(at.x - w / 2.0, p.bottom() + gap + r),
+            pt(p.right() + gap + r, p.y - h - r),
+            pt(p.right() + gap + r, p.bottom() + r),
+            pt(p.x - gap - w - r, p.y - h - r),
+            pt(p.x - gap - w - r, p.bottom() + r),
+        ] {
+            consider(o, &mut best);
+        }
+    }
+    if best.0 >= 1e4 {
+        let mut y = at.y - 320.0;
+        while y <= at.y + 320.0 {
+            let mut x = at.x - 420.0;
+            while x <= at.x + 420.0 {
+                consider(pt(x, y), &mut best);
+                x += 16.0;
+            }
+            y += 16.0;
+        }
+    }
+    (t, pt(best.1.x - at.x, best.1.y - at.y))
+}
+
+/// Whether the segment a–b passes through `r`.
+fn seg_hits(a: Point, b: Point, r: &Rect) -> bool {
+    let (x0, x1) = (a.x.min(b.x), a.x.max(b.x));
+    let (y0, y1) = (a.y.min(b.y), a.y.max(b.y));
+    x1 >= r.x && x0 <= r.right() && y1 >= r.y && y0 <= r.bottom()
+}
+
+/// Everything about one hop that does not change while it plays: its
+/// route, where its token comes to rest, its pill and its card. Worth
+/// keeping between frames: finding the card's place is the costly part.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HopPlan {
+    pub step: usize,
+    pub hop: usize,
+    pub route: Vec<Point>,
+    /// The fraction of the route where the pill rests.
+    pub rest: f64,
+    pub pill: Pill,
+    pub card: Card,
+    pub style: KindStyle,
+    pub what_if: bool,
+    /// The boxes at the hop's ends, together.
+    pub ends: Rect,
+}
+
+/// The plan of hop `i` of `step`.
+pub fn plan(s: &Scenario, layout: &Layout, step: usize, i: usize) -> Option<HopPlan> {
+    let st = s.steps.get(step)?;
+    let h = st.hops.get(i)?;
+    let style = hop_style(h);
+    let pill = pill(style, h.dropped.is_some() && h.packet.is_none());
+    let mut card = card_for(h, style);
+    let obs = Obstacles::at_rest(s, layout, step, i);
+    let mut route = hop_path(st, layout, i);
+    if route.len() < 2 {
+        // A hop on one actor (a drop where it starts): under its box.
+        let r = layout.target(h.from)?;
+        let at = pt(r.center().x, r.bottom() + 6.0 + PILL_H / 2.0);
+        route = vec![pt(at.x, at.y - 0.5), at];
+    }
+    let (t, off) = if route_len(&route) < 1.0 { (1.0, rest(&route, &pill, &card, &obs).1) } else { rest(&route, &pill, &card, &obs) };
+    card.offset = off;
+    let ends = [h.from, h.to].iter().filter_map(|e| layout.rect(*e)).fold(None, |acc: Option<Rect>, r| Some(acc.map_or(r, |a| union(a, r)))).unwrap_or(Rect::ZERO);
+    Some(HopPlan { step, hop: i, route, rest: t, pill, card, style, what_if: h.what_if, ends })
+}
+
+impl HopPlan {
+    /// The token at fraction `t` (0..=1) of the hop: from the start of
+    /// its route to its resting place, eased.
+    pub fn token(&self, t: f64) -> Token {
+        let len = route_len(&self.route).max(1e-9);
+        let start = ((self.pill.w.max(self.pill.h) / 2.0 + 2.0) / len).min(self.rest);
+        let at = if len < 1.0 { point_along(&self.route, 1.0) } else { point_along(&self.route, start + (self.rest - start) * ease(t)) };
+        Token { hop: self.hop, at, style: self.style, what_if: self.what_if, pill: self.pill.clone(), card: self.card.clone() }
+    }
+
+    /// What the camera keeps in view at fraction `t`: the hop's ends, its
+    /// route and its token; and the point to stay nearest to (the token).
+    fn focus(&self, t: f64) -> (Rect, Point) {
+        let tok = self.token(t);
+        let mut r = union(self.ends, union(tok.card_rect(), tok.pill_rect()));
+        for p in &self.route {
+            r = union(r, Rect { x: p.x, y: p.y, w: 0.0, h: 0.0 });
+        }
+        (r, union(tok.card_rect(), tok.pill_rect()).center())
+    }
+}
+
+/// The token at `frame`.
+pub fn token(s: &Scenario, layout: &Layout, f: &Frame) -> Option<Token> {
+    let p = plan(s, layout, f.step, f.current?)?;
+    Some(p.token(fraction(f)))
+}
+
+/// How far along the hop on screen is (1 at rest).
+fn fraction(f: &Frame) -> f64 {
+    if f.progress.fract() == 0.0 {
+        1.0
+    } else {
+        f.progress.fract()
+    }
+}
+
+// ---------------------------------------------------------------- camera
+
+fn union(a: Rect, b: Rect) -> Rect {
+    let x = a.x.min(b.x);
+    let y = a.y.min(b.y);
+    Rect { x, y, w: a.right().max(b.right()) - x, h: a.bottom().max(b.bottom()) - y }
+}
+
+/// The camera at `frame`, from the plans of the hop on screen and of the
+/// one before it (or, before the step plays, of its first hop).
+pub fn camera(s: &Scenario, layout: &Layout, f: &Frame, vp: Viewport) -> Camera {
+    let (before, now) = match f.current {
+        None => (None, plan(s, layout, f.step, 0)),
+        Some(0) => (plan(s, layout, f.step, 0), plan(s, layout, f.step, 0)),
+        Some(i) => (plan(s, layout, f.step, i - 1), plan(s, layout, f.step, i)),
+    };
+    camera_with(layout.world(), vp, f, before.as_ref(), now.as_ref())
+}
+
+/// The camera: the whole drawing where it is legible at this size; else
+/// as close as legibility asks, on the hop in flight, moving there from
+/// the last hop's framing as the hop starts.
+pub fn camera_with(world: Rect, vp: Viewport, f: &Frame, before: Option<&HopPlan>, now: Option<&HopPlan>) -> Camera {
+    let whole = camera::whole(world, vp);
+    if whole.scale * super::text::MIN_SIZE >= vp.min_px {
+        return whole;
+    }
+    let center = |p: &HopPlan, t: f64| {
+        let (r, token) = p.focus(t);
+        camera::center_on(world, vp, r, token)
+    };
+    let target = match (f.current, now) {
+        (None, Some(p)) => Some(center(p, 0.0)),
+        (Some(_), Some(p)) => {
+            let t = fraction(f);
+            let here = center(p, t);
+            let from = before.map(|b| if b.hop == p.hop { center(b, 0.0) } else { center(b, 1.0) });
+            match from {
+                Some(b) if t < 1.0 => {
+                    let k = ease((t / 0.35).min(1.0));
+                    Some(pt(b.x + (here.x - b.x) * k, b.y + (here.y - b.y) * k))
+                }
+                _ => Some(here),
+            }
+        }
+        _ => None,
+    };
+    camera::at(world, vp, target.unwrap_or(world.center()))
+}

@@ -1,0 +1,82 @@
+//! The drawing's geometry over every build: every scenario with every
+//! combination of its parameters, every step, every hop at rest and in
+//! flight, at the frame sizes readers use. A failure names the state, the
+//! rule and the two shapes.
+
+use kubehops_core::scenarios::{combinations, Scenario, REGISTRY};
+use kubehops_core::scene::camera::Viewport;
+use kubehops_core::scene::drawing::{camera, draw};
+use kubehops_core::scene::geometry::{check_legible, check_world, tally, Rule, Violation};
+use kubehops_core::scene::{frame, Layout};
+
+/// The frames readers meet the canvas in, as the app sizes its canvas
+/// there: embeds at 480×360, 720×560 and 1280×720, the page at 720 px and
+/// at 1920 px, and presenting at 1080p.
+fn viewports() -> Vec<(&'static str, Viewport)> {
+    vec![
+        ("embed 480×360", Viewport::new(466.0, 190.0)),
+        ("embed 720×560", Viewport::new(706.0, 330.0)),
+        ("embed 1280×720", Viewport::new(1266.0, 440.0)),
+        ("page 720", Viewport::new(680.0, 520.0)),
+        ("page 1920", Viewport::new(1150.0, 760.0)),
+        ("present 1080p", Viewport::presenting(1920.0, 860.0, 1080.0)),
+    ]
+}
+
+fn builds() -> Vec<Scenario> {
+    REGISTRY.iter().flat_map(|e| combinations(&(e.params)(), &[None]).into_iter().map(move |p| (e.build)(&p))).collect()
+}
+
+/// Every violation of `s`: each hop at rest, and each hop halfway (the
+/// moving token may pass over things; the resting one may not). The
+/// collision rules are checked once; legibility at each frame size.
+fn violations(s: &Scenario, vps: &[(&'static str, Viewport)]) -> Vec<(String, Violation)> {
+    let l = Layout::for_scenario(s);
+    let mut out = Vec::new();
+    for (k, st) in s.steps.iter().enumerate() {
+        for p in 0..=st.hops.len() {
+            let mut at = vec![p as f64];
+            if p < st.hops.len() {
+                at.push(p as f64 + 0.5);
+            }
+            for q in at {
+                let f = frame(s, k, q);
+                let d = draw(s, &l, &f, vps[0].1);
+                let state = format!("{} {} step {} at {q}", s.id, link(s), k + 1);
+                out.extend(check_world(s, &l, &f, &d).into_iter().map(|v| (state.clone(), v)));
+                let texts = d.texts();
+                for (name, vp) in vps {
+                    let cam = camera(s, &l, &f, *vp);
+                    out.extend(check_legible(&texts, &cam, *vp).into_iter().map(|v| (format!("{name}: {state}"), v)));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The scenario's parameters as a link's query, to name a state.
+fn link(s: &Scenario) -> String {
+    let specs = REGISTRY.iter().find(|e| e.id == s.id).map(|e| (e.params)()).unwrap_or_default();
+    s.params.link_pairs(&specs).iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("&")
+}
+
+#[test]
+fn every_state_draws_legibly_and_without_collisions() {
+    let all = builds();
+    let vps = viewports();
+    let mut total: Vec<(String, Violation)> = Vec::new();
+    for s in &all {
+        total.extend(violations(s, &vps));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for (w, v) in &total {
+        if seen.insert((v.rule, w.split(" step ").next().unwrap_or("").to_string())) && seen.len() < 80 {
+            println!("  {w}: {} — {}", v.rule.name(), v.what);
+        }
+    }
+    let by_rule = tally(&total.iter().map(|x| x.1.clone()).collect::<Vec<_>>());
+    println!("builds: {}; violations by rule: {:?}", all.len(), by_rule.iter().map(|(r, n)| (r.name(), *n)).collect::<Vec<_>>());
+    assert!(total.is_empty(), "{} geometry violations (first: {:?})", total.len(), total.first());
+    let _ = Rule::ALL;
+}
