@@ -191,9 +191,9 @@ fn balancer_steps(w: &mut World, rec: &mut Recorder, seed: Option<u64>, lb_ip: s
         .collect();
 
     let mut dice = dice_for(seed, vec![0.25], 4);
-    let start = w.view();
+    let mut start = w.view();
     let outcome = w.dial(Dial::tcp(laptop, SockAddr::new(lb_ip, 80)), dice.as_mut());
-    let trace = w.take_trace();
+    let trace = w.take_trace_after(&mut start);
     let split = trace.iter().position(|(h, _)| w.node_index(h.to).is_some()).map_or(trace.len(), |i| i + 1);
     let (first, rest) = trace.split_at(split);
     // A what-if changes nothing in the real cluster: its views repeat the last real one.

@@ -69,6 +69,11 @@ pub struct MatchedRule {
     pub text: String,
     /// What kube-proxy wrote the rule for, when it says.
     pub purpose: Option<crate::dataplane::iptables::Purpose>,
+    /// The service port kube-proxy wrote it for (`kube-system/kube-dns:dns`),
+    /// as the rule's `owner`: the views show that Service's rules on the
+    /// node it matched on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
     /// The field its target rewrites: a DNAT the destination, a
     /// MASQUERADE the source (at the end of the walk).
     #[serde(default)]

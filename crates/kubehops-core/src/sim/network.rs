@@ -379,7 +379,7 @@ impl World {
             .matched()
             .filter_map(|r| {
                 let rule = rules.rule(r)?;
-                Some(MatchedRule { table: r.table, line: rules.line_of(r)?, text: rule.render(&r.chain), purpose: rule.purpose, rewrites: MatchedRule::field_of(&rule.target) })
+                Some(MatchedRule { table: r.table, line: rules.line_of(r)?, text: rule.render(&r.chain), purpose: rule.purpose, owner: rule.owner.clone(), rewrites: MatchedRule::field_of(&rule.target) })
             })
             .collect();
         if let Some(v) = t.refused() {

@@ -72,10 +72,16 @@ pub struct ConntrackLine {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NodeView {
     pub node: ActorId,
-    /// The node's rules for the Services in focus, summarised.
+    /// The node's rules for the Services in focus, summarised, then for
+    /// the Services of `matched`.
     pub rules: Vec<RuleSummary>,
-    /// The lines of both tables for the Services in focus.
+    /// The lines of both tables for the same Services.
     pub iptables: Vec<RuleLine>,
+    /// Services outside the focus whose rules a hop of the step matched
+    /// on this node (kube-dns, for a lookup): shown so that the rule that
+    /// decided a hop is on the card while it plays.
+    #[serde(default)]
+    pub matched: Vec<crate::api::ObjectRef>,
     /// The node's conntrack table, one `conntrack -L` line per entry.
     pub conntrack: Vec<ConntrackLine>,
 }

@@ -1,0 +1,78 @@
+//! The canvas and the narration agree (issue 18): over every scenario and
+//! every combination of its parameters, what a node's card summarises is
+//! what its rules panel lists, the rule a hop matched is on the card of the
+//! node that decided it while the hop plays, a step ends where the real
+//! packet is, and the words read as sentences.
+
+use kubehops_core::dataplane::iptables::{Purpose, TableName};
+use kubehops_core::scenarios::{combinations, Scenario, REGISTRY};
+use kubehops_core::sim::{ActorKind, NodeView};
+use std::sync::OnceLock;
+
+/// Every scenario with every combination of its parameters, built once
+/// for all the tests of this file, on both cores.
+fn all() -> &'static [Scenario] {
+    static ALL: OnceLock<Vec<Scenario>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let jobs: Vec<(usize, kubehops_core::scenarios::Params)> =
+            REGISTRY.iter().enumerate().flat_map(|(i, e)| combinations(&(e.params)(), &[None, Some(7)]).into_iter().map(move |p| (i, p))).collect();
+        let (a, b) = jobs.split_at(jobs.len() / 2);
+        let run = |part: &[(usize, kubehops_core::scenarios::Params)]| part.iter().map(|(i, p)| (REGISTRY[*i].build)(p)).collect::<Vec<_>>();
+        std::thread::scope(|s| {
+            let h = s.spawn(|| run(a));
+            let mut out = run(b);
+            out.extend(h.join().expect("builder thread"));
+            out
+        })
+    })
+}
+
+/// What kube-proxy writes for a Service port's addresses and endpoints in
+/// nat: the rules a node's card summarises (a DNAT, or a jump to one of
+/// the port's chains).
+fn summarised(purpose: Option<Purpose>) -> bool {
+    matches!(purpose, Some(Purpose::ClusterIp | Purpose::NodePort | Purpose::LoadBalancerIp | Purpose::ExternalIp | Purpose::EndpointPick | Purpose::EndpointDnat))
+}
+
+fn summary_lines(n: &NodeView) -> Vec<usize> {
+    n.rules.iter().flat_map(|r| r.lines().iter().copied()).collect()
+}
+
+fn params_of(s: &Scenario) -> String {
+    format!("{} {:?}", s.id, s.params)
+}
+
+#[test]
+fn the_rule_a_hop_matched_is_on_its_nodes_card_while_the_hop_plays() {
+    let mut checked = 0;
+    for s in all() {
+        for (k, st) in s.steps.iter().enumerate() {
+            for (i, h) in st.hops.iter().enumerate() {
+                let Some(p) = h.packet.as_ref().filter(|p| !p.by_conntrack) else { continue };
+                let Some(node) = p.decided_on.filter(|n| s.actor(*n).is_some_and(|a| a.kind == ActorKind::Node)) else { continue };
+                // While hop i plays, scene::frame shows views[i] (i hops
+                // done); when it has arrived, views[i + 1]. Both mark its
+                // matched lines.
+                for v in [i, i + 1].map(|v| v.min(st.views.len() - 1)) {
+                    let nv = st.views[v].node(node).unwrap_or_else(|| panic!("{}: step {}: no view of {node:?}", params_of(s), k + 1));
+                    let lines = summary_lines(nv);
+                    for m in p.matched.iter().filter(|m| m.table == TableName::Nat && summarised(m.purpose)) {
+                        assert!(
+                            lines.contains(&m.line),
+                            "{}: step {} hop {} ({}), view {v}: {}'s card has no summary for the rule it matched: {}\ncard: {:?}",
+                            params_of(s),
+                            k + 1,
+                            i + 1,
+                            h.caption,
+                            s.actor(node).map_or("?", |a| a.short.as_str()),
+                            m.text,
+                            nv.rules
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 1000, "{checked} matched rules checked");
+}
