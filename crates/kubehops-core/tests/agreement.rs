@@ -76,3 +76,24 @@ fn the_rule_a_hop_matched_is_on_its_nodes_card_while_the_hop_plays() {
     }
     assert!(checked > 1000, "{checked} matched rules checked");
 }
+
+#[test]
+fn a_nodes_card_summarises_exactly_the_service_lines_of_its_rules_panel() {
+    for s in all() {
+        for (k, st) in s.steps.iter().enumerate() {
+            for (v, view) in st.views.iter().enumerate() {
+                for nv in &view.nodes {
+                    let name = s.actor(nv.node).map_or("?", |a| a.short.as_str());
+                    let panel: Vec<usize> = nv.iptables.iter().map(|l| l.line).collect();
+                    let card = summary_lines(nv);
+                    for l in &card {
+                        assert!(panel.contains(l), "{}: step {} view {v}: {name}'s card summarises line {l}, which its rules panel does not list", params_of(s), k + 1);
+                    }
+                    for l in nv.iptables.iter().filter(|l| l.table == TableName::Nat && l.owner.is_some() && summarised(l.purpose)) {
+                        assert!(card.contains(&l.line), "{}: step {} view {v}: {name}'s rules panel lists line {} that no summary on its card covers: {}", params_of(s), k + 1, l.line, l.text);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -639,7 +639,7 @@ fn summarise(rules: &NodeRules, svc: &ObjectRef) -> Vec<RuleSummary> {
         }
         if let Some(services) = filter.chain("KUBE-SERVICES") {
             for (i, r) in services.rules.iter().enumerate() {
-                if r.target == Target::Reject && r.comment().is_some_and(|c| c.starts_with(&sp.port_name)) {
+                if r.target == Target::Reject && r.owner.as_deref() == Some(sp.port_name.as_str()) {
                     if let Some(addr) = rule_addr(&r.matches) {
                         out.push(RuleSummary::Reject { addr, lines: line(filter.name, "KUBE-SERVICES", i).into_iter().collect() });
                     }
@@ -648,16 +648,21 @@ fn summarise(rules: &NodeRules, svc: &ObjectRef) -> Vec<RuleSummary> {
         }
         if let (Some(ext), Some(np)) = (&sp.ext_chain, nat.chain("KUBE-NODEPORTS")) {
             for (i, r) in np.rules.iter().enumerate() {
-                // The copy for 127.0.0.0/8 (a localhost node port, counted
-                // by nfacct) is the same node port: summarise it once.
-                let localhost = r.matches.iter().any(|m| matches!(m, Match::Destination { .. }));
-                if r.target == Target::Jump(ext.clone()) && !localhost {
-                    let port = r.matches.iter().find_map(|m| if let Match::DestinationPort(p) = m { Some(*p) } else { None });
-                    // Only the node port's own rule: the KUBE-EXT chain it
-                    // jumps to is shared with balancer and external IPs.
-                    if let Some(port) = port {
-                        out.push(RuleSummary::NodePort { port, lines: nat_line("KUBE-NODEPORTS", i).into_iter().collect() });
-                    }
+                if r.target != Target::Jump(ext.clone()) {
+                    continue;
+                }
+                // Only the node port's own rules: the KUBE-EXT chain they
+                // jump to is shared with balancer and external IPs. The
+                // copy for 127.0.0.0/8 (a localhost node port, counted by
+                // nfacct) is the same node port: one summary holds both.
+                let Some(port) = r.matches.iter().find_map(|m| if let Match::DestinationPort(p) = m { Some(*p) } else { None }) else { continue };
+                let line = nat_line("KUBE-NODEPORTS", i);
+                match out.iter_mut().find_map(|s| match s {
+                    RuleSummary::NodePort { port: p, lines } if *p == port => Some(lines),
+                    _ => None,
+                }) {
+                    Some(lines) => lines.extend(line),
+                    None => out.push(RuleSummary::NodePort { port, lines: line.into_iter().collect() }),
                 }
             }
         }
