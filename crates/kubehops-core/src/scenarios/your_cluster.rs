@@ -267,7 +267,33 @@ fn client_of(w: &World, value: &str) -> Option<Client> {
 
 /// Builds the scenario for a pasted cluster. Values the cluster does not
 /// have (a link's Service that is not in it) fall back to the defaults.
+///
+/// Every node that gets a card of its own on the canvas has its rules
+/// from the first view on (a card without them would say the node has
+/// none). Which nodes get one is the layout's choice, made from the
+/// story's hops ([`crate::scene::featured`]), so the story is told, the
+/// layout asked, and if it gives a card to a node that did not sync
+/// before the story began (a CoreDNS node, a node shown to fill the
+/// column), the story is told again with that node synced. Syncing
+/// changes no packet's path, only when a node's rules are computed.
+/// Whatever is left unsynced says so (`NodeView::synced`).
 pub fn build(input: &ClusterInput, p: &Params) -> Scenario {
+    let mut also: Vec<usize> = Vec::new();
+    for _ in 0..3 {
+        let (s, synced) = tell(input, p, &also);
+        let layout = crate::scene::Layout::for_scenario(&s);
+        let missing: Vec<usize> = layout.nodes.iter().filter_map(|c| s.nodes().position(|n| n.id == c.node)).filter(|i| !synced.contains(i)).collect();
+        if missing.is_empty() {
+            return s;
+        }
+        also.extend(missing);
+    }
+    tell(input, p, &also).0
+}
+
+/// The story, with nodes `also` synced before it begins besides those
+/// its facts name; and every node synced before it began.
+fn tell(input: &ClusterInput, p: &Params, also: &[usize]) -> (Scenario, Vec<usize>) {
     let specs = params(input);
     let p = p.normalized(&specs);
     let svc = p.choice("service").and_then(|v| input.service(v)).cloned();
@@ -299,7 +325,9 @@ pub fn build(input: &ClusterInput, p: &Params) -> Scenario {
     }
     shown.sort_unstable();
     shown.dedup();
-    for &i in shown.iter().take(MAX_SYNCED) {
+    shown.truncate(MAX_SYNCED);
+    shown.extend(also.iter().filter(|i| **i < w.api.nodes.len()));
+    for &i in &shown {
         w.sync_node_rules(i);
     }
 
@@ -342,11 +370,11 @@ pub fn build(input: &ClusterInput, p: &Params) -> Scenario {
     let text = narrate_request(&w, client, svc.as_ref(), plan.as_ref(), outcome.as_ref(), &rec.steps[2].hops);
     rec.steps[2].narration = text;
 
-    Scenario { actions: actions(), ..Scenario::recorded(ENTRY.id, ENTRY.title, &p, &w, rec.steps) }
+    (Scenario { actions: actions(), ..Scenario::recorded(ENTRY.id, ENTRY.title, &p, &w, rec.steps) }, shown)
 }
 
-/// How many nodes sync before the story starts (more are synced when a
-/// packet reaches them).
+/// How many nodes the story's facts sync before it starts (the nodes
+/// with a card are synced besides, and any other when a packet reaches it).
 const MAX_SYNCED: usize = 12;
 
 /// The name a client looks up: the Service's short name from its own

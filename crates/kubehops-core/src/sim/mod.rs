@@ -135,7 +135,8 @@ impl World {
     /// The same world, but no node's kube-proxy has synced yet: call
     /// [`World::sync_node_rules`] for the nodes a story shows; a packet
     /// reaching another node syncs it first. Views show an unsynced
-    /// node without rules, and its snapshot holds none.
+    /// node without rules and say so (`NodeView::synced`), and its
+    /// snapshot holds none.
     pub fn new_lazy(api: ApiServer, proxy: KubeProxyConfig, lb: LbController, internet: Internet, clock: u64) -> World {
         World::with_sync(api, proxy, lb, internet, clock, false)
     }
@@ -351,6 +352,7 @@ impl World {
                 rules: self.focus.iter().flat_map(|f| summarise(&self.rules[i], f)).collect(),
                 iptables: self.focus.iter().flat_map(|f| self.rules[i].service_rule_lines(&f.namespace, &f.name)).collect(),
                 matched: Vec::new(),
+                synced: self.is_synced(i),
                 conntrack: self.conntrack[i].entries.iter().map(|e| ConntrackLine { text: e.render(self.clock), original: e.original, state: e.state }).collect(),
             })
             .collect();

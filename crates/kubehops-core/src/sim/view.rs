@@ -82,8 +82,18 @@ pub struct NodeView {
     /// decided a hop is on the card while it plays.
     #[serde(default)]
     pub matched: Vec<crate::api::ObjectRef>,
+    /// Whether the node's kube-proxy rules are computed. A lazy world
+    /// ([`crate::sim::World::new_lazy`]) syncs a node only when a story
+    /// needs it; an unsynced node's view has no rules because none were
+    /// computed, not because the node has none, and is drawn as such.
+    #[serde(default = "computed")]
+    pub synced: bool,
     /// The node's conntrack table, one `conntrack -L` line per entry.
     pub conntrack: Vec<ConntrackLine>,
+}
+
+fn computed() -> bool {
+    true
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
