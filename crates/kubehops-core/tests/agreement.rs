@@ -97,3 +97,14 @@ fn a_nodes_card_summarises_exactly_the_service_lines_of_its_rules_panel() {
         }
     }
 }
+
+#[test]
+fn no_step_ends_on_a_what_if_hop() {
+    for s in all() {
+        for (k, st) in s.steps.iter().enumerate() {
+            if let Some(last) = st.hops.last() {
+                assert!(!last.what_if, "{}: step {} ({}) ends on a what-if hop: {}", params_of(s), k + 1, st.title, last.caption);
+            }
+        }
+    }
+}
