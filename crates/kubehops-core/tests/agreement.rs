@@ -108,3 +108,63 @@ fn no_step_ends_on_a_what_if_hop() {
         }
     }
 }
+
+/// Runs of full stops of length two: a sentence that ends twice.
+fn doubled_stop(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'.' {
+            let start = i;
+            while i < b.len() && b[i] == b'.' {
+                i += 1;
+            }
+            if i - start == 2 {
+                return Some(start);
+            }
+        } else {
+            i += 1;
+        }
+    }
+    None
+}
+
+/// The text around byte `at`, cut at character boundaries.
+fn around(t: &str, at: usize) -> &str {
+    let mut from = at.saturating_sub(80);
+    while !t.is_char_boundary(from) {
+        from -= 1;
+    }
+    let mut to = (at + 20).min(t.len());
+    while !t.is_char_boundary(to) {
+        to += 1;
+    }
+    &t[from..to]
+}
+
+#[test]
+fn every_sentence_ends_with_one_full_stop() {
+    assert_eq!(doubled_stop("A? web.default.svc.cluster.local."), None);
+    assert_eq!(doubled_stop("wait... and … go"), None);
+    assert_eq!(doubled_stop("NXDOMAIN api.default.svc.cluster.local.."), Some(38));
+    for s in all() {
+        let mut texts: Vec<(String, &str)> = Vec::new();
+        for (k, st) in s.steps.iter().enumerate() {
+            texts.push((format!("step {} narration", k + 1), &st.narration));
+            for (i, h) in st.hops.iter().enumerate() {
+                texts.push((format!("step {} hop {} caption", k + 1, i + 1), &h.caption));
+                texts.push((format!("step {} hop {} detail", k + 1, i + 1), &h.detail));
+            }
+        }
+        for d in &s.demos {
+            texts.push((format!("demo {}", d.id), &d.narration));
+        }
+        let transcript = kubehops_core::scene::transcript::transcript(s).render();
+        texts.push(("transcript".into(), &transcript));
+        for (what, t) in texts {
+            if let Some(at) = doubled_stop(t) {
+                panic!("{}: {what} has \"..\": …{}…", params_of(s), around(t, at));
+            }
+        }
+    }
+}

@@ -115,6 +115,17 @@ impl Payload {
     }
 }
 
+/// `text` ended as a sentence: with a full stop, unless it ends with one
+/// already, as a fully-qualified name does (`NXDOMAIN
+/// api.default.svc.cluster.local.`): a sentence ends with one stop.
+pub fn ended(text: &str) -> String {
+    if text.ends_with('.') {
+        text.to_string()
+    } else {
+        format!("{text}.")
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ArpOp {
     /// Broadcast: who has this address?
@@ -278,5 +289,16 @@ impl Hop {
     /// A control-plane message that failed (a refused apply, a cloud out of addresses).
     pub fn failed_message(from: ActorId, to: ActorId, caption: String, detail: String) -> Hop {
         Hop { kind: HopKind::Dropped, ..Hop::message(from, to, caption, detail) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sentence_that_ends_with_a_full_name_ends_with_one_stop() {
+        assert_eq!(ended("CoreDNS answers NXDOMAIN api.default.svc.cluster.local."), "CoreDNS answers NXDOMAIN api.default.svc.cluster.local.");
+        assert_eq!(ended("The resolver answers A 10.96.0.50"), "The resolver answers A 10.96.0.50.");
     }
 }
