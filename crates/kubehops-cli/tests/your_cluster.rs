@@ -126,6 +126,27 @@ fn every_node_with_a_card_has_its_rules_from_the_first_view() {
 }
 
 #[test]
+fn the_request_is_told_with_the_client_as_its_subject() {
+    // Not "Outside client: From outside, …" nor "Pod shop-1: The client
+    // dials …": the client is the one who dials, in the sentence.
+    let input = pasted();
+    for (service, client, who, opening) in [
+        ("default/web", "outside", "Outside client", "From outside, a NodePort Service is reached on any node's port 30080: the outside client dials"),
+        ("default/web", "pod:default/shop-1", "Pod shop-1", "Pod shop-1 dials the Service's cluster IP, 10.96.0.50:80."),
+        ("default/web", "node:node-2", "Node-2", "Node-2 dials the Service's cluster IP, 10.96.0.50:80."),
+        ("data/db", "pod:default/shop-1", "Pod shop-1", "Service db is headless: no cluster IP and no rule, so Pod shop-1 connects straight to a Ready endpoint"),
+    ] {
+        let s = your_cluster::build(&input, &with(&[("service", service), ("client", client)]));
+        let text = &s.steps[2].narration;
+        assert!(!text.contains(&format!("{who}:")), "{client}: {text}");
+        assert!(text.starts_with(opening), "{client}: {text}");
+        if client == "outside" {
+            assert!(text.contains("reaches the outside client from"), "{text}");
+        }
+    }
+}
+
+#[test]
 fn without_kube_dns_a_lookup_says_why_and_a_headless_service_is_dialled_directly() {
     let input = pasted();
     let s = your_cluster::build(&input, &with(&[("service", "default/web"), ("client", "pod:default/shop-1")]));

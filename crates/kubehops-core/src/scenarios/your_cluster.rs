@@ -252,6 +252,15 @@ impl Client {
             Client::Pod(a) | Client::Node(a) | Client::Outside(a) => a,
         }
     }
+
+    /// The client as the subject of a sentence: `Pod shop-1`, `Node-2`,
+    /// `the outside client` (its label, "Outside client", names a box).
+    fn subject(self, w: &World) -> String {
+        match self {
+            Client::Outside(_) => "the outside client".into(),
+            Client::Pod(a) | Client::Node(a) => w.actors.short(a).to_string(),
+        }
+    }
 }
 
 fn client_of(w: &World, value: &str) -> Option<Client> {
@@ -406,7 +415,10 @@ fn outside_target(w: &World, s: &Service) -> Option<(Option<usize>, u16)> {
     Some((i, np))
 }
 
+/// Where the client sends its request, and why there, told with the
+/// client as the one who dials.
 fn request_plan(w: &World, c: Client, s: &Service) -> Option<Plan> {
+    let who = c.subject(w);
     let port = s.spec.ports.first()?;
     let proto = port.protocol;
     if s.spec.type_ == ServiceType::ExternalName {
@@ -415,23 +427,24 @@ fn request_plan(w: &World, c: Client, s: &Service) -> Option<Plan> {
     if s.spec.headless {
         let slices = w.api.endpoint_slices();
         let e = slices.iter().filter(|sl| sl.namespace == s.namespace && sl.service_name == s.name).flat_map(|sl| sl.ready_addrs(port.name.as_deref())).next()?;
-        return Some(Plan { dst: e.0, proto, why: format!("Service {} is headless: no cluster IP and no rule, so the client connects straight to a Ready endpoint, {}.", s.name, e.0) });
+        return Some(Plan { dst: e.0, proto, why: format!("Service {} is headless: no cluster IP and no rule, so {who} connects straight to a Ready endpoint, {}.", s.name, e.0) });
     }
     let ip = s.spec.cluster_ip?;
     match c {
         Client::Outside(_) => {
             if let Some((Some(n), np)) = outside_target(w, s) {
                 let node = &w.api.nodes[n];
+                let name = w.node_actor(n).map_or_else(|| node.name.clone(), |a| w.actors.short(a).to_string());
                 let lb = s.status.load_balancer_ingress.iter().find_map(|i| i.ip);
                 let why = match lb {
-                    Some(lb) => format!("Your cloud's balancer at {lb} sends to a node's port {np}; KubeHops does not model your cloud, so the outside client dials {}:{np} as the balancer would.", node.internal_ip),
-                    None => format!("From outside, a {} Service is reached on any node's port {np}; the client dials {}'s address {}.", s.spec.type_.as_str(), node.name, node.internal_ip),
+                    Some(lb) => format!("Your cloud's balancer at {lb} sends to a node's port {np}; KubeHops does not model your cloud, so {who} dials {name} at {}:{np} as the balancer would.", node.internal_ip),
+                    None => format!("From outside, a {} Service is reached on any node's port {np}: {who} dials {name} at {}:{np}.", s.spec.type_.as_str(), node.internal_ip),
                 };
                 return Some(Plan { dst: SockAddr::new(node.internal_ip, np), proto, why });
             }
-            Some(Plan { dst: SockAddr::new(ip, port.port), proto, why: format!("Service {} has no node port, so from outside all there is to dial is its cluster IP {ip}:{}.", s.name, port.port) })
+            Some(Plan { dst: SockAddr::new(ip, port.port), proto, why: format!("Service {} has no node port, so all {who} can dial is its cluster IP, {ip}:{}.", s.name, port.port) })
         }
-        Client::Pod(_) | Client::Node(_) => Some(Plan { dst: SockAddr::new(ip, port.port), proto, why: format!("The client dials the Service's cluster IP, {ip}:{}.", port.port) }),
+        Client::Pod(_) | Client::Node(_) => Some(Plan { dst: SockAddr::new(ip, port.port), proto, why: format!("{who} dials the Service's cluster IP, {ip}:{}.", port.port) }),
     }
 }
 
@@ -511,8 +524,9 @@ fn narrate_request(w: &World, client: Option<Client>, svc: Option<&Service>, pla
         return format!("Service {} is an ExternalName: CoreDNS answers its name with a CNAME to {}, and kube-proxy writes no rule for it. A request would go to that name's address outside the cluster, which KubeHops does not know.", s.name, s.spec.external_name.as_deref().unwrap_or("?"));
     }
     let (Some(c), Some(pl)) = (client, plan) else { return format!("Service {} has no port or address to send to.", s.name) };
-    let who = w.actors.short(c.id()).to_string();
-    let mut parts = vec![format!("{who}: {}", pl.why)];
+    let who = c.subject(w);
+    // The plan's reason names the client already, as the one who dials.
+    let mut parts = vec![pl.why.clone()];
     let dnat = hops.iter().filter_map(|h| h.packet.as_ref()).find(|p| p.rewrites.iter().any(|r| r.kind == RewriteKind::Dnat));
     if let Some(p) = dnat {
         let node = p.decided_on.map_or("The node".to_string(), |n| w.actors.short(n).to_string());
