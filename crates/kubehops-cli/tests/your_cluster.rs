@@ -6,7 +6,7 @@
 
 use kubehops_core::scenarios::your_cluster::{self, ClusterInput};
 use kubehops_core::scenarios::{ParamKind, Params, Value};
-use kubehops_core::sim::{ActorKind, HopKind, Payload};
+use kubehops_core::sim::{ActorKind, HopKind, Payload, RuleSummary};
 use kubehops_objects::cluster;
 
 fn fixture(name: &str) -> String {
@@ -92,6 +92,58 @@ fn a_request_from_a_pod_a_node_and_outside_plays_to_a_reply() {
     // The endpoints without a Pod object are drawn as Pods named after their targetRef.
     let s = your_cluster::build(&input, &with(&[("service", "default/web")]));
     assert!(s.actors.iter().any(|a| a.kind == ActorKind::Pod && a.label == "web-1"));
+}
+
+#[test]
+fn every_node_with_a_card_has_its_rules_from_the_first_view() {
+    // node-2 holds no endpoint of web and no client dials it, so a lazy
+    // world would leave it unsynced: drawn, yet without rules. kubehops
+    // iptables-save --node node-2 prints web's node port rules there.
+    let input = pasted();
+    let dir = format!("{}/tests/fixtures/cluster", env!("CARGO_MANIFEST_DIR"));
+    let (code, save, _) = cli(&["iptables-save", "--node", "node-2", "-f", &dir], "");
+    assert_eq!(code, 0);
+    assert!(save.contains("--dport 30080 -j KUBE-EXT-"), "{save}");
+    for client in ["outside", "pod:default/shop-1", "node:node-1"] {
+        let s = your_cluster::build(&input, &with(&[("service", "default/web"), ("client", client)]));
+        let node2 = s.nodes().find(|n| n.label == "Node-2").map(|n| n.id).expect("node-2");
+        let cards: Vec<_> = kubehops_core::scene::Layout::for_scenario(&s).nodes.iter().map(|c| c.node).collect();
+        assert!(cards.contains(&node2), "{client}: node-2 has a card");
+        for (k, st) in s.steps.iter().enumerate() {
+            for (v, view) in st.views.iter().enumerate() {
+                for card in &cards {
+                    let nv = view.node(*card).expect("a view of every node");
+                    assert!(nv.synced, "{client}: step {} view {v}: {:?} has a card but no rules computed", k + 1, s.actor(*card).map(|a| &a.label));
+                }
+                let nv = view.node(node2).unwrap();
+                assert!(nv.rules.iter().any(|r| matches!(r, RuleSummary::NodePort { port: 30080, .. })), "{client}: step {} view {v}: node-2's card: {:?}", k + 1, nv.rules);
+                let np = nv.rules.iter().find(|r| matches!(r, RuleSummary::NodePort { .. })).unwrap();
+                let panel: Vec<&str> = nv.iptables.iter().filter(|l| np.lines().contains(&l.line)).map(|l| l.text.as_str()).collect();
+                assert!(panel.iter().all(|l| save.contains(*l)), "{client}: node-2's node port lines are the CLI's: {panel:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_request_is_told_with_the_client_as_its_subject() {
+    // Not "Outside client: From outside, …" nor "Pod shop-1: The client
+    // dials …": the client is the one who dials, in the sentence.
+    let input = pasted();
+    for (service, client, who, opening) in [
+        ("default/web", "outside", "Outside client", "From outside, a NodePort Service is reached on any node's port 30080: the outside client dials"),
+        ("default/web", "pod:default/shop-1", "Pod shop-1", "Pod shop-1 dials the Service's cluster IP, 10.96.0.50:80."),
+        ("default/web", "node:node-2", "Node-2", "Node-2 dials the Service's cluster IP, 10.96.0.50:80."),
+        ("data/db", "pod:default/shop-1", "Pod shop-1", "Service db is headless: no cluster IP and no rule, so Pod shop-1 connects straight to a Ready endpoint"),
+    ] {
+        let s = your_cluster::build(&input, &with(&[("service", service), ("client", client)]));
+        let text = &s.steps[2].narration;
+        assert!(!text.contains(&format!("{who}:")), "{client}: {text}");
+        assert!(text.starts_with(opening), "{client}: {text}");
+        if client == "outside" {
+            assert!(text.contains("reaches the outside client from"), "{text}");
+        }
+    }
 }
 
 #[test]

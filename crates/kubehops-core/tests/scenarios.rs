@@ -311,6 +311,10 @@ fn a_big_pasted_cluster_groups_what_does_not_fit_and_keeps_every_invariant() {
         for h in s.steps.iter().flat_map(|st| st.hops.iter()) {
             assert!(l.has_box(h.from) && l.has_box(h.to), "{}", h.caption);
         }
+        // Every node with a card has its rules from the first view on.
+        for c in &l.nodes {
+            assert!(s.steps.iter().flat_map(|st| st.views.iter()).all(|v| v.node(c.node).is_some_and(|n| n.synced)), "{service} from {client}: {:?} has a card but no rules computed", s.actor(c.node).map(|a| &a.label));
+        }
         assert!(l.height < 4000.0, "legible: {} units tall", l.height);
         check_boxes(&s, &l);
         check_routes(&s, &l);

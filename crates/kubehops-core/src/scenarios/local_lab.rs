@@ -257,9 +257,9 @@ pub fn build(p: &Params) -> Scenario {
 /// Runs one connection and records it as steps, cut after the hops for
 /// which `cut` holds (the last such hop ends the first step).
 fn split_connection(w: &mut World, rec: &mut Recorder, titles: [&str; 2], act: impl FnOnce(&mut World) -> Outcome, cut: impl Fn(&World, &Hop) -> bool) -> Outcome {
-    let start = w.view();
+    let mut start = w.view();
     let outcome = act(w);
-    let trace = w.take_trace();
+    let trace = w.take_trace_after(&mut start);
     let at = trace.iter().rposition(|(h, _)| cut(w, h)).map_or(0, |i| i + 1);
     let (first, rest) = trace.split_at(at);
     let manifest = Manifest { changed: vec![], ..rec.manifest.clone() };

@@ -233,9 +233,9 @@ impl Recorder {
     /// applies, if any (its changed lines are marked against the last one).
     /// Returns the new step, so narration can be written from its hops.
     pub fn step(&mut self, w: &mut World, title: &str, applied: Option<(&str, &Service)>, act: impl FnOnce(&mut World)) -> &mut Step {
-        let start = w.view();
+        let mut start = w.view();
         act(w);
-        let (hops, mut views): (Vec<Hop>, Vec<View>) = w.take_trace().into_iter().unzip();
+        let (hops, mut views): (Vec<Hop>, Vec<View>) = w.take_trace_after(&mut start).into_iter().unzip();
         views.insert(0, start);
         if let Some((file, svc)) = applied {
             let lines = manifest_yaml(svc);

@@ -171,16 +171,20 @@ fn narrate_dial_node(w: &World, rec: &mut Recorder, node2: std::net::Ipv4Addr) {
 
 /// Steps 4 and 5: the connection through the balancer, cut where it
 /// reaches the node. Step 4 also shows a VIP balancer's delivery, computed
-/// on a copy of the world.
+/// on a copy of the world, before the real delivery it is the alternative
+/// of: no step ends on a what-if hop.
 fn balancer_steps(w: &mut World, rec: &mut Recorder, seed: Option<u64>, lb_ip: std::net::Ipv4Addr) {
     let laptop = w.first(ActorKind::Laptop).expect("laptop");
     let mut vip_world = w.clone();
     let mut vip_dice = dice_for(seed, vec![0.25], 4);
     vip_world.dial(Dial { delivery: Delivery::Vip, ..Dial::tcp(laptop, SockAddr::new(lb_ip, 80)) }, vip_dice.as_mut());
+    // Laptop → balancer is the same on both paths; the alternative starts
+    // where the balancer delivers.
+    let shared = 1;
     let vip_trace: Vec<(Hop, View)> = vip_world
         .take_trace()
         .into_iter()
-        .skip(1) // laptop → balancer is the same as on the main path
+        .skip(shared)
         .take(2) // balancer → node, node → Pod
         .map(|(mut h, v)| {
             h.what_if = true;
@@ -191,18 +195,26 @@ fn balancer_steps(w: &mut World, rec: &mut Recorder, seed: Option<u64>, lb_ip: s
         .collect();
 
     let mut dice = dice_for(seed, vec![0.25], 4);
-    let start = w.view();
+    let mut start = w.view();
     let outcome = w.dial(Dial::tcp(laptop, SockAddr::new(lb_ip, 80)), dice.as_mut());
-    let trace = w.take_trace();
+    let trace = w.take_trace_after(&mut start);
     let split = trace.iter().position(|(h, _)| w.node_index(h.to).is_some()).map_or(trace.len(), |i| i + 1);
     let (first, rest) = trace.split_at(split);
-    // A what-if changes nothing in the real cluster: its views repeat the last real one.
-    let mut hops4: Vec<Hop> = first.iter().map(|(h, _)| h.clone()).collect();
-    let mut views4: Vec<View> = std::iter::once(start).chain(first.iter().map(|(_, v)| v.clone())).collect();
+    // The alternative is shown where it branches off, before the hop it is
+    // the alternative of, so the step ends where the real packet is: at
+    // the node the balancer chose. A what-if changes nothing in the real
+    // cluster: its views repeat the last real one.
+    let (common, delivered) = first.split_at(shared.min(first.len()));
+    let mut hops4: Vec<Hop> = common.iter().map(|(h, _)| h.clone()).collect();
+    let mut views4: Vec<View> = std::iter::once(start).chain(common.iter().map(|(_, v)| v.clone())).collect();
     let last_real = views4.last().cloned().unwrap_or_else(|| w.view());
     for (vh, _) in &vip_trace {
         hops4.push(vh.clone());
         views4.push(last_real.clone());
+    }
+    for (h, v) in delivered {
+        hops4.push(h.clone());
+        views4.push(v.clone());
     }
     let entry_node = hops4.iter().find(|h| !h.what_if && w.node_index(h.to).is_some()).map(|h| w.place_name(h.to)).unwrap_or_default();
     let vip_caught = vip_trace.iter().filter_map(|(h, _)| h.packet.as_ref()).flat_map(|p| p.matched.iter()).any(|m| m.purpose == Some(Purpose::LoadBalancerIp));
@@ -211,11 +223,11 @@ fn balancer_steps(w: &mut World, rec: &mut Recorder, seed: Option<u64>, lb_ip: s
     rec.steps.push(super::Step {
         title: "Dial the balancer".into(),
         narration: format!(
-            "An outside client dials {lb_ip}:80. This balancer chooses a node, here {entry_node}, and sends the connection to its node port 31000, keeping the client's address as the source: the solid path. Other balancers keep the destination instead, and deliver the packet to {entry_node} still addressed to {lb_ip}:80 (dashed, what if). The controller left ipMode unset, which kube-proxy reads as VIP, so it is ready for both. {}",
+            "An outside client dials {lb_ip}:80. Some balancers keep the destination, and deliver the packet to {entry_node} still addressed to {lb_ip}:80 (dashed, what if). {} This balancer does otherwise: it chooses a node, here {entry_node}, and sends the connection to its node port 31000, keeping the client's address as the source. That is the solid path, and the packet is at {entry_node} as the step ends.",
             if vip_caught {
-                format!("Its KUBE-SERVICES rule for the load balancer IP {lb_ip}:80 jumps to the same KUBE-EXT chain as the node port, so the rest is the same. The same rule lets Pods in the cluster that dial {lb_ip} reach web without leaving their node.")
+                format!("The controller left ipMode unset, which kube-proxy reads as VIP, so it is ready for them: its KUBE-SERVICES rule for the load balancer IP {lb_ip}:80 jumps to the same KUBE-EXT chain as the node port, and the rest is the same. The same rule lets Pods in the cluster that dial {lb_ip} reach web without leaving their node.")
             } else {
-                "No rule of kube-proxy matches that address, so the packet would not reach a Pod.".to_string()
+                "No rule of kube-proxy matches that address, so such a packet would not reach a Pod.".to_string()
             }
         ),
         manifest: unchanged.clone(),

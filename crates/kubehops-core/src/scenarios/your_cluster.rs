@@ -252,6 +252,15 @@ impl Client {
             Client::Pod(a) | Client::Node(a) | Client::Outside(a) => a,
         }
     }
+
+    /// The client as the subject of a sentence: `Pod shop-1`, `Node-2`,
+    /// `the outside client` (its label, "Outside client", names a box).
+    fn subject(self, w: &World) -> String {
+        match self {
+            Client::Outside(_) => "the outside client".into(),
+            Client::Pod(a) | Client::Node(a) => w.actors.short(a).to_string(),
+        }
+    }
 }
 
 fn client_of(w: &World, value: &str) -> Option<Client> {
@@ -267,7 +276,33 @@ fn client_of(w: &World, value: &str) -> Option<Client> {
 
 /// Builds the scenario for a pasted cluster. Values the cluster does not
 /// have (a link's Service that is not in it) fall back to the defaults.
+///
+/// Every node that gets a card of its own on the canvas has its rules
+/// from the first view on (a card without them would say the node has
+/// none). Which nodes get one is the layout's choice, made from the
+/// story's hops ([`crate::scene::featured`]), so the story is told, the
+/// layout asked, and if it gives a card to a node that did not sync
+/// before the story began (a CoreDNS node, a node shown to fill the
+/// column), the story is told again with that node synced. Syncing
+/// changes no packet's path, only when a node's rules are computed.
+/// Whatever is left unsynced says so (`NodeView::synced`).
 pub fn build(input: &ClusterInput, p: &Params) -> Scenario {
+    let mut also: Vec<usize> = Vec::new();
+    for _ in 0..3 {
+        let (s, synced) = tell(input, p, &also);
+        let layout = crate::scene::Layout::for_scenario(&s);
+        let missing: Vec<usize> = layout.nodes.iter().filter_map(|c| s.nodes().position(|n| n.id == c.node)).filter(|i| !synced.contains(i)).collect();
+        if missing.is_empty() {
+            return s;
+        }
+        also.extend(missing);
+    }
+    tell(input, p, &also).0
+}
+
+/// The story, with nodes `also` synced before it begins besides those
+/// its facts name; and every node synced before it began.
+fn tell(input: &ClusterInput, p: &Params, also: &[usize]) -> (Scenario, Vec<usize>) {
     let specs = params(input);
     let p = p.normalized(&specs);
     let svc = p.choice("service").and_then(|v| input.service(v)).cloned();
@@ -299,7 +334,9 @@ pub fn build(input: &ClusterInput, p: &Params) -> Scenario {
     }
     shown.sort_unstable();
     shown.dedup();
-    for &i in shown.iter().take(MAX_SYNCED) {
+    shown.truncate(MAX_SYNCED);
+    shown.extend(also.iter().filter(|i| **i < w.api.nodes.len()));
+    for &i in &shown {
         w.sync_node_rules(i);
     }
 
@@ -342,11 +379,11 @@ pub fn build(input: &ClusterInput, p: &Params) -> Scenario {
     let text = narrate_request(&w, client, svc.as_ref(), plan.as_ref(), outcome.as_ref(), &rec.steps[2].hops);
     rec.steps[2].narration = text;
 
-    Scenario { actions: actions(), ..Scenario::recorded(ENTRY.id, ENTRY.title, &p, &w, rec.steps) }
+    (Scenario { actions: actions(), ..Scenario::recorded(ENTRY.id, ENTRY.title, &p, &w, rec.steps) }, shown)
 }
 
-/// How many nodes sync before the story starts (more are synced when a
-/// packet reaches them).
+/// How many nodes the story's facts sync before it starts (the nodes
+/// with a card are synced besides, and any other when a packet reaches it).
 const MAX_SYNCED: usize = 12;
 
 /// The name a client looks up: the Service's short name from its own
@@ -378,7 +415,10 @@ fn outside_target(w: &World, s: &Service) -> Option<(Option<usize>, u16)> {
     Some((i, np))
 }
 
+/// Where the client sends its request, and why there, told with the
+/// client as the one who dials.
 fn request_plan(w: &World, c: Client, s: &Service) -> Option<Plan> {
+    let who = c.subject(w);
     let port = s.spec.ports.first()?;
     let proto = port.protocol;
     if s.spec.type_ == ServiceType::ExternalName {
@@ -387,23 +427,24 @@ fn request_plan(w: &World, c: Client, s: &Service) -> Option<Plan> {
     if s.spec.headless {
         let slices = w.api.endpoint_slices();
         let e = slices.iter().filter(|sl| sl.namespace == s.namespace && sl.service_name == s.name).flat_map(|sl| sl.ready_addrs(port.name.as_deref())).next()?;
-        return Some(Plan { dst: e.0, proto, why: format!("Service {} is headless: no cluster IP and no rule, so the client connects straight to a Ready endpoint, {}.", s.name, e.0) });
+        return Some(Plan { dst: e.0, proto, why: format!("Service {} is headless: no cluster IP and no rule, so {who} connects straight to a Ready endpoint, {}.", s.name, e.0) });
     }
     let ip = s.spec.cluster_ip?;
     match c {
         Client::Outside(_) => {
             if let Some((Some(n), np)) = outside_target(w, s) {
                 let node = &w.api.nodes[n];
+                let name = w.node_actor(n).map_or_else(|| node.name.clone(), |a| w.actors.short(a).to_string());
                 let lb = s.status.load_balancer_ingress.iter().find_map(|i| i.ip);
                 let why = match lb {
-                    Some(lb) => format!("Your cloud's balancer at {lb} sends to a node's port {np}; KubeHops does not model your cloud, so the outside client dials {}:{np} as the balancer would.", node.internal_ip),
-                    None => format!("From outside, a {} Service is reached on any node's port {np}; the client dials {}'s address {}.", s.spec.type_.as_str(), node.name, node.internal_ip),
+                    Some(lb) => format!("Your cloud's balancer at {lb} sends to a node's port {np}; KubeHops does not model your cloud, so {who} dials {name} at {}:{np} as the balancer would.", node.internal_ip),
+                    None => format!("From outside, a {} Service is reached on any node's port {np}: {who} dials {name} at {}:{np}.", s.spec.type_.as_str(), node.internal_ip),
                 };
                 return Some(Plan { dst: SockAddr::new(node.internal_ip, np), proto, why });
             }
-            Some(Plan { dst: SockAddr::new(ip, port.port), proto, why: format!("Service {} has no node port, so from outside all there is to dial is its cluster IP {ip}:{}.", s.name, port.port) })
+            Some(Plan { dst: SockAddr::new(ip, port.port), proto, why: format!("Service {} has no node port, so all {who} can dial is its cluster IP, {ip}:{}.", s.name, port.port) })
         }
-        Client::Pod(_) | Client::Node(_) => Some(Plan { dst: SockAddr::new(ip, port.port), proto, why: format!("The client dials the Service's cluster IP, {ip}:{}.", port.port) }),
+        Client::Pod(_) | Client::Node(_) => Some(Plan { dst: SockAddr::new(ip, port.port), proto, why: format!("{who} dials the Service's cluster IP, {ip}:{}.", port.port) }),
     }
 }
 
@@ -483,8 +524,9 @@ fn narrate_request(w: &World, client: Option<Client>, svc: Option<&Service>, pla
         return format!("Service {} is an ExternalName: CoreDNS answers its name with a CNAME to {}, and kube-proxy writes no rule for it. A request would go to that name's address outside the cluster, which KubeHops does not know.", s.name, s.spec.external_name.as_deref().unwrap_or("?"));
     }
     let (Some(c), Some(pl)) = (client, plan) else { return format!("Service {} has no port or address to send to.", s.name) };
-    let who = w.actors.short(c.id()).to_string();
-    let mut parts = vec![format!("{who}: {}", pl.why)];
+    let who = c.subject(w);
+    // The plan's reason names the client already, as the one who dials.
+    let mut parts = vec![pl.why.clone()];
     let dnat = hops.iter().filter_map(|h| h.packet.as_ref()).find(|p| p.rewrites.iter().any(|r| r.kind == RewriteKind::Dnat));
     if let Some(p) = dnat {
         let node = p.decided_on.map_or("The node".to_string(), |n| w.actors.short(n).to_string());

@@ -74,7 +74,20 @@ pub fn rules_panel(s: &Scenario, f: &Frame, pinned: Option<ActorId>) -> RulesPan
     let Some(st) = s.steps.get(f.step) else { return RulesPanel::default() };
     let Some(node) = pinned.filter(|p| s.nodes().any(|n| n.id == *p)).or_else(|| default_node(s, st, f.current)) else { return RulesPanel::default() };
     let name = s.actor(node).map_or_else(String::new, |a| a.short.clone());
-    let services = st.views.get(f.view).map(|v| v.kubectl.rows.iter().skip(1).filter_map(|r| r.first().cloned()).collect::<Vec<_>>().join(", ")).unwrap_or_default();
+    // The Services in focus, then those whose rules a hop matched here (kube-dns).
+    let services = st
+        .views
+        .get(f.view)
+        .map(|v| {
+            let mut names: Vec<String> = v.kubectl.rows.iter().skip(1).filter_map(|r| r.first().cloned()).collect();
+            for m in v.node(node).map_or(&[][..], |n| &n.matched[..]) {
+                if !names.contains(&m.name) {
+                    names.push(m.name.clone());
+                }
+            }
+            names.join(", ")
+        })
+        .unwrap_or_default();
     let hop = f.current.and_then(|i| st.hops.get(i));
     let now = lines_at(st, f.view, node).unwrap_or(&[]);
     let before = f.view.checked_sub(1).and_then(|v| lines_at(st, v, node));
@@ -236,6 +249,22 @@ mod tests {
         // Step 3's control-plane hops to the balancer touch no node yet.
         assert_eq!(default_node(&s, &s.steps[2], Some(2)), node(0));
         assert_eq!(default_node(&s, &s.steps[2], Some(99)), node(2), "out of range: the last node the step passed");
+    }
+
+    #[test]
+    fn a_lookup_shows_the_kube_dns_rules_it_matched_among_the_nodes_lines() {
+        let s = build_default("service-types").unwrap();
+        let k = s.steps.iter().position(|st| st.title == "DNS Lookup").expect("a lookup step");
+        let (i, h) = s.steps[k].hops.iter().enumerate().find(|(_, h)| h.packet.as_ref().is_some_and(|p| !p.could_reach.is_empty())).expect("the query is DNATed");
+        let node = h.packet.as_ref().and_then(|p| p.decided_on).unwrap();
+        // While the hop plays (i hops done) and when it has arrived.
+        for (progress, done) in [(i as f64 + 0.5, i), ((i + 1) as f64, i + 1)] {
+            let f = Frame { step: k, progress, done, current: Some(i), token: None, view: done };
+            let panel = rules_panel(&s, &f, Some(node));
+            assert!(panel.services.ends_with("kube-dns"), "{}", panel.services);
+            assert!(panel.lines.iter().any(|l| l.hit && l.text.contains("kube-system/kube-dns:dns cluster IP")), "{:?}", panel.lines);
+            assert!(!panel.shared.iter().any(|l| l.text.contains("kube-dns")), "kube-dns's lines are the node's own, not shared: {:?}", panel.shared);
+        }
     }
 
     #[test]

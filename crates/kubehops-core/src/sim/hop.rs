@@ -69,6 +69,11 @@ pub struct MatchedRule {
     pub text: String,
     /// What kube-proxy wrote the rule for, when it says.
     pub purpose: Option<crate::dataplane::iptables::Purpose>,
+    /// The service port kube-proxy wrote it for (`kube-system/kube-dns:dns`),
+    /// as the rule's `owner`: the views show that Service's rules on the
+    /// node it matched on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
     /// The field its target rewrites: a DNAT the destination, a
     /// MASQUERADE the source (at the end of the walk).
     #[serde(default)]
@@ -107,6 +112,17 @@ impl Payload {
             Payload::HttpRequest { host, path } => format!("GET {path} Host: {host}"),
             Payload::HttpResponse { status, reason } => format!("HTTP {status} {reason}"),
         }
+    }
+}
+
+/// `text` ended as a sentence: with a full stop, unless it ends with one
+/// already, as a fully-qualified name does (`NXDOMAIN
+/// api.default.svc.cluster.local.`): a sentence ends with one stop.
+pub fn ended(text: &str) -> String {
+    if text.ends_with('.') {
+        text.to_string()
+    } else {
+        format!("{text}.")
     }
 }
 
@@ -273,5 +289,16 @@ impl Hop {
     /// A control-plane message that failed (a refused apply, a cloud out of addresses).
     pub fn failed_message(from: ActorId, to: ActorId, caption: String, detail: String) -> Hop {
         Hop { kind: HopKind::Dropped, ..Hop::message(from, to, caption, detail) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sentence_that_ends_with_a_full_name_ends_with_one_stop() {
+        assert_eq!(ended("CoreDNS answers NXDOMAIN api.default.svc.cluster.local."), "CoreDNS answers NXDOMAIN api.default.svc.cluster.local.");
+        assert_eq!(ended("The resolver answers A 10.96.0.50"), "The resolver answers A 10.96.0.50.");
     }
 }

@@ -56,6 +56,11 @@ pub struct World {
     /// Services would otherwise compute 49 rule sets nobody looks at.
     #[serde(default)]
     synced: Vec<bool>,
+    /// For node `i`, the index into `trace` from which its current rules
+    /// hold; `None` when they have held since before the trace began.
+    /// Views taken before then saw other rules (see [`World::take_trace`]).
+    #[serde(default)]
+    rules_since: Vec<Option<usize>>,
     pub conntrack: Vec<ConntrackTable>,
     /// Whatever fills `status.loadBalancer`.
     pub lb: LbController,
@@ -100,6 +105,7 @@ impl World {
             node_actors: Vec::new(),
             rules: Vec::new(),
             synced: Vec::new(),
+            rules_since: Vec::new(),
             conntrack: Vec::new(),
             lb,
             internet,
@@ -121,6 +127,7 @@ impl World {
         w.add_cluster_actors();
         w.rules = if sync { (0..w.api.nodes.len()).map(|i| w.desired_rules(i)).collect() } else { w.api.nodes.iter().map(|n| NodeRules::empty(&n.name)).collect() };
         w.synced = vec![sync; w.api.nodes.len()];
+        w.rules_since = vec![None; w.api.nodes.len()];
         w.conntrack = vec![ConntrackTable::default(); w.api.nodes.len()];
         w
     }
@@ -128,7 +135,8 @@ impl World {
     /// The same world, but no node's kube-proxy has synced yet: call
     /// [`World::sync_node_rules`] for the nodes a story shows; a packet
     /// reaching another node syncs it first. Views show an unsynced
-    /// node without rules, and its snapshot holds none.
+    /// node without rules and say so (`NodeView::synced`), and its
+    /// snapshot holds none.
     pub fn new_lazy(api: ApiServer, proxy: KubeProxyConfig, lb: LbController, internet: Internet, clock: u64) -> World {
         World::with_sync(api, proxy, lb, internet, clock, false)
     }
@@ -138,6 +146,7 @@ impl World {
         if i < self.rules.len() && !self.synced.get(i).copied().unwrap_or(true) {
             self.rules[i] = self.desired_rules(i);
             self.synced[i] = true;
+            self.rules_changed(i);
         }
     }
 
@@ -228,11 +237,82 @@ impl World {
     pub fn set_egress_masquerade(&mut self, pods: crate::net::Cidr) {
         self.egress_masquerade = Some(pods);
         self.rules = (0..self.api.nodes.len()).map(|i| if self.is_synced(i) { self.desired_rules(i) } else { NodeRules::empty(&self.api.nodes[i].name) }).collect();
+        for i in 0..self.rules.len() {
+            self.rules_changed(i);
+        }
+    }
+
+    /// Node `i`'s rules changed: views from the next hop on show the new ones.
+    fn rules_changed(&mut self, i: usize) {
+        if let Some(s) = self.rules_since.get_mut(i) {
+            *s = Some(self.trace.len());
+        }
     }
 
     /// The hops recorded since the last call, with the view after each.
+    ///
+    /// A node's view shows the rules of the Services in focus, and also
+    /// those of every Service whose rules one of these hops matched on
+    /// that node (kube-dns's when a lookup's query is DNATed there), in
+    /// every view taken while the node held the rules that matched: the
+    /// canvas can then show the rule that decided a hop while it plays.
     pub fn take_trace(&mut self) -> Vec<(Hop, View)> {
-        std::mem::take(&mut self.trace)
+        self.finish_trace(None)
+    }
+
+    /// [`World::take_trace`], completing `start` too: the view taken
+    /// before the first of these hops (a step's first view).
+    pub fn take_trace_after(&mut self, start: &mut View) -> Vec<(Hop, View)> {
+        self.finish_trace(Some(start))
+    }
+
+    fn finish_trace(&mut self, mut start: Option<&mut View>) -> Vec<(Hop, View)> {
+        let mut trace = std::mem::take(&mut self.trace);
+        let since = std::mem::replace(&mut self.rules_since, vec![None; self.api.nodes.len()]);
+        for (i, extra) in self.matched_services(&trace).into_iter().enumerate() {
+            if extra.is_empty() {
+                continue;
+            }
+            let node = self.node_actors[i];
+            let summaries: Vec<RuleSummary> = extra.iter().flat_map(|f| summarise(&self.rules[i], f)).collect();
+            let lines: Vec<RuleLine> = extra.iter().flat_map(|f| self.rules[i].service_rule_lines(&f.namespace, &f.name)).collect();
+            let from = since.get(i).copied().flatten();
+            let before = start.as_deref_mut().filter(|_| from.is_none());
+            let after = trace.iter_mut().enumerate().filter(|(k, _)| from.is_none_or(|f| *k >= f)).map(|(_, (_, v))| v);
+            for v in before.into_iter().chain(after) {
+                if let Some(nv) = v.nodes.iter_mut().find(|n| n.node == node) {
+                    nv.rules.extend(summaries.iter().cloned());
+                    nv.iptables.extend(lines.iter().cloned());
+                    nv.matched.extend(extra.iter().cloned());
+                }
+            }
+        }
+        trace
+    }
+
+    /// For each node, the Services outside the focus whose rules a hop of
+    /// `trace` matched there (or that dropped a packet there), in the
+    /// order the hops met them.
+    fn matched_services(&self, trace: &[(Hop, View)]) -> Vec<Vec<ObjectRef>> {
+        let mut out: Vec<Vec<ObjectRef>> = vec![Vec::new(); self.api.nodes.len()];
+        for (h, _) in trace {
+            let by_rules = h.packet.as_ref().filter(|p| !p.by_conntrack).and_then(|p| Some((p.decided_on?, p.matched.iter().collect::<Vec<_>>())));
+            let dropped = match &h.dropped {
+                Some(DropReason::Filtered { node, rule: Some(m), .. }) => Some((*node, vec![m])),
+                _ => None,
+            };
+            for (node, matched) in by_rules.into_iter().chain(dropped) {
+                let Some(i) = self.node_index(node) else { continue };
+                for owner in matched.iter().filter_map(|m| m.owner.as_deref()) {
+                    let Some(sp) = self.rules[i].services.iter().find(|sp| sp.port_name == owner) else { continue };
+                    let Some(svc) = self.api.services().find(|s| sp.is_port_of(&s.namespace, &s.name)).map(Service::object_ref) else { continue };
+                    if !self.focus.contains(&svc) && !out[i].contains(&svc) {
+                        out[i].push(svc);
+                    }
+                }
+            }
+        }
+        out
     }
 
     fn push(&mut self, hop: Hop) {
@@ -271,6 +351,8 @@ impl World {
                 node: self.node_actors[i],
                 rules: self.focus.iter().flat_map(|f| summarise(&self.rules[i], f)).collect(),
                 iptables: self.focus.iter().flat_map(|f| self.rules[i].service_rule_lines(&f.namespace, &f.name)).collect(),
+                matched: Vec::new(),
+                synced: self.is_synced(i),
                 conntrack: self.conntrack[i].entries.iter().map(|e| ConntrackLine { text: e.render(self.clock), original: e.original, state: e.state }).collect(),
             })
             .collect();
@@ -391,6 +473,7 @@ impl World {
             let added = after.difference(&before).filter(|l| l.starts_with("-A")).count();
             let removed = before.difference(&after).filter(|l| l.starts_with("-A")).count();
             self.rules[i] = want;
+            self.rules_changed(i);
             let node = self.node_actors[i];
             let name = self.actors.short(node).to_string();
             self.push(Hop::message(
@@ -558,7 +641,7 @@ fn summarise(rules: &NodeRules, svc: &ObjectRef) -> Vec<RuleSummary> {
         }
         if let Some(services) = filter.chain("KUBE-SERVICES") {
             for (i, r) in services.rules.iter().enumerate() {
-                if r.target == Target::Reject && r.comment().is_some_and(|c| c.starts_with(&sp.port_name)) {
+                if r.target == Target::Reject && r.owner.as_deref() == Some(sp.port_name.as_str()) {
                     if let Some(addr) = rule_addr(&r.matches) {
                         out.push(RuleSummary::Reject { addr, lines: line(filter.name, "KUBE-SERVICES", i).into_iter().collect() });
                     }
@@ -567,16 +650,21 @@ fn summarise(rules: &NodeRules, svc: &ObjectRef) -> Vec<RuleSummary> {
         }
         if let (Some(ext), Some(np)) = (&sp.ext_chain, nat.chain("KUBE-NODEPORTS")) {
             for (i, r) in np.rules.iter().enumerate() {
-                // The copy for 127.0.0.0/8 (a localhost node port, counted
-                // by nfacct) is the same node port: summarise it once.
-                let localhost = r.matches.iter().any(|m| matches!(m, Match::Destination { .. }));
-                if r.target == Target::Jump(ext.clone()) && !localhost {
-                    let port = r.matches.iter().find_map(|m| if let Match::DestinationPort(p) = m { Some(*p) } else { None });
-                    // Only the node port's own rule: the KUBE-EXT chain it
-                    // jumps to is shared with balancer and external IPs.
-                    if let Some(port) = port {
-                        out.push(RuleSummary::NodePort { port, lines: nat_line("KUBE-NODEPORTS", i).into_iter().collect() });
-                    }
+                if r.target != Target::Jump(ext.clone()) {
+                    continue;
+                }
+                // Only the node port's own rules: the KUBE-EXT chain they
+                // jump to is shared with balancer and external IPs. The
+                // copy for 127.0.0.0/8 (a localhost node port, counted by
+                // nfacct) is the same node port: one summary holds both.
+                let Some(port) = r.matches.iter().find_map(|m| if let Match::DestinationPort(p) = m { Some(*p) } else { None }) else { continue };
+                let line = nat_line("KUBE-NODEPORTS", i);
+                match out.iter_mut().find_map(|s| match s {
+                    RuleSummary::NodePort { port: p, lines } if *p == port => Some(lines),
+                    _ => None,
+                }) {
+                    Some(lines) => lines.extend(line),
+                    None => out.push(RuleSummary::NodePort { port, lines: line.into_iter().collect() }),
                 }
             }
         }

@@ -11,7 +11,7 @@
 //! [`traverse`] over the node's rules, by the node's conntrack entry, or by
 //! a balancer (whose rewrite is its own, recorded as `RewriteKind::Balancer`).
 
-use super::hop::{DropReason, Field, Hop, HopKind, Leg, MatchedRule, PacketHop, Payload, Rewrite, RewriteKind, Unroutable};
+use super::hop::{ended, DropReason, Field, Hop, HopKind, Leg, MatchedRule, PacketHop, Payload, Rewrite, RewriteKind, Unroutable};
 use super::{ActorId, ActorKind, World};
 use crate::controllers::cloud::{Delivery, LbFlow, LbState};
 use crate::dataplane::conntrack::{ConntrackTable, Direction};
@@ -300,7 +300,7 @@ impl World {
         let summary = answer.summary();
         let detail = match &answer {
             Payload::HttpResponse { status: 404, .. } => format!("{} answers {summary}: it serves no site called \"{}\". The reply goes back to {}.", a.short, request_host(payload), reply.dst),
-            _ => format!("{} answers {summary}. The reply goes back to {}, the address the request came from.", a.short, reply.dst),
+            _ => format!("{} The reply goes back to {}, the address the request came from.", ended(&format!("{} answers {summary}", a.short)), reply.dst),
         };
         Step::Answer { to, packet: PacketHop::plain(reply, Some(answer)), caption: summary, detail }
     }
@@ -323,7 +323,7 @@ impl World {
         };
         let reply = pkt.reversed();
         let (caption, detail) = match &answer {
-            Some(p @ Payload::DnsAnswer(_)) => (p.summary(), format!("{} answers {}. It saw the query come from {}, so it replies there.", a.short, p.summary(), pkt.src)),
+            Some(p @ Payload::DnsAnswer(_)) => (p.summary(), format!("{} It saw the query come from {}, so it replies there.", ended(&format!("{} answers {}", a.short, p.summary())), pkt.src)),
             _ => (format!("reply → {}", reply.dst), format!("Pod {} answers. It saw the request come from {}, so it replies there.", pod.name, pkt.src)),
         };
         Step::Answer { to: node, packet: PacketHop::plain(reply, answer), caption, detail }
@@ -379,7 +379,7 @@ impl World {
             .matched()
             .filter_map(|r| {
                 let rule = rules.rule(r)?;
-                Some(MatchedRule { table: r.table, line: rules.line_of(r)?, text: rule.render(&r.chain), purpose: rule.purpose, rewrites: MatchedRule::field_of(&rule.target) })
+                Some(MatchedRule { table: r.table, line: rules.line_of(r)?, text: rule.render(&r.chain), purpose: rule.purpose, owner: rule.owner.clone(), rewrites: MatchedRule::field_of(&rule.target) })
             })
             .collect();
         if let Some(v) = t.refused() {
