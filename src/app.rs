@@ -178,7 +178,7 @@ fn provide_ctx(player: Player) -> Ctx {
     let layout = Memo::new(move |_| player.scenario.with(Layout::for_scenario));
     let frame = Memo::new(move |_| {
         let (s, p) = (player.step.get(), player.shown_progress());
-        player.scenario.with(|sc| layout.with(|l| frame(sc, l, s, p)))
+        player.scenario.with(|sc| frame(sc, s, p))
     });
     let ctx = Ctx { player, layout, frame, figure: 0 };
     provide_context(ctx);

@@ -1,39 +1,18 @@
-//! The SVG canvas: zones, actors, node cards with their kube-proxy rules,
-//! the trails of finished hops and the moving token. It draws the layout
-//! and the frame the core computed, and the view that frame points at.
+//! The SVG canvas: the core's drawing (`scene::drawing`), element by
+//! element. Nothing is laid out or worded here: boxes, texts and their
+//! sizes, trails, the token's card and the camera all come from the core.
+//! Each layer is a narrow memo, so an animation tick only moves the token
+//! and the camera.
 
 use crate::app::Ctx;
 use kubehops_core::decimal::{fixed, trimmed};
-use kubehops_core::scene::{Point, Rect};
-use kubehops_core::sim::{Actor, ActorId, ActorKind, BalancerView, HopKind, Leg, RuleSummary};
+use kubehops_core::scene::camera::{self, Viewport};
+use kubehops_core::scene::drawing::{self, Group, HopPlan, Span, Text, Trail, ARROW_LEN, ARROW_W};
+use kubehops_core::scene::style::{kind_style, KINDS};
+use kubehops_core::scene::Frame;
 use leptos::prelude::*;
-
-/// A kind's CSS class, token label and name, so colour is never the only cue.
-pub fn kind_info(k: HopKind) -> (&'static str, &'static str, &'static str) {
-    match k {
-        HopKind::Dns => ("dns", "DNS", "DNS"),
-        HopKind::Request => ("request", "REQ", "request"),
-        HopKind::Reply => ("reply", "REPLY", "reply"),
-        HopKind::ControlPlane => ("control", "CTRL", "control plane"),
-        HopKind::Dropped => ("dropped", "DROP", "dropped"),
-    }
-}
-
-/// A hop's class, label and name: its kind's, but an ARP frame says ARP
-/// (it is a lookup, drawn in the DNS colour).
-pub fn hop_info(h: &kubehops_core::sim::Hop) -> (&'static str, &'static str, &'static str) {
-    if h.arp.is_some() {
-        ("dns", "ARP", "ARP")
-    } else {
-        kind_info(h.kind)
-    }
-}
-
-pub const KINDS: [HopKind; 5] = [HopKind::Dns, HopKind::Request, HopKind::Reply, HopKind::ControlPlane, HopKind::Dropped];
-
-fn points(path: &[Point]) -> String {
-    path.iter().map(|p| format!("{},{}", fixed(p.x, 1), fixed(p.y, 1))).collect::<Vec<_>>().join(" ")
-}
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
 /// A coordinate or length as SVG attribute text (`112.5`), printed by the
 /// core's integer formatting: `f64`'s own would add its float code to the
@@ -42,43 +21,148 @@ fn n(v: f64) -> String {
     trimmed(v, 2)
 }
 
+fn points(path: &[kubehops_core::scene::Point]) -> String {
+    path.iter().map(|p| format!("{},{}", fixed(p.x, 1), fixed(p.y, 1))).collect::<Vec<_>>().join(" ")
+}
+
+/// The size of the canvas's drawing area in CSS pixels, kept up to date
+/// by a ResizeObserver.
+fn observe_size(el: NodeRef<leptos::svg::Svg>, size: RwSignal<(f64, f64)>) {
+    Effect::new(move |_| {
+        let Some(svg) = el.get() else { return };
+        let svg: web_sys::Element = svg.unchecked_into();
+        let measure = {
+            let svg = svg.clone();
+            move || {
+                let r = svg.get_bounding_client_rect();
+                let now = (r.width().round(), r.height().round());
+                if now.0 > 0.0 && now != size.get_untracked() {
+                    size.set(now);
+                }
+            }
+        };
+        measure();
+        let m = measure.clone();
+        let cb = Closure::<dyn Fn()>::new(move || m());
+        if let Ok(ro) = web_sys::ResizeObserver::new(cb.as_ref().unchecked_ref()) {
+            ro.observe(&svg);
+            std::mem::forget(ro);
+        }
+        cb.forget();
+    });
+}
+
+/// Whether the page is presenting.
+fn presenting() -> bool {
+    use_context::<crate::present::Present>().is_some_and(|p| p.on.get())
+}
+
 #[component]
 pub fn Canvas() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
-    // What the frame shows, in words the core computed from it.
+    let svg_ref = NodeRef::<leptos::svg::Svg>::new();
+    let size = RwSignal::new((0.0, 0.0));
+    observe_size(svg_ref, size);
+    let present = use_context::<crate::present::Present>();
+    let vp = Memo::new(move |_| {
+        let (w, h) = size.get();
+        let (w, h) = if w > 0.0 { (w, h) } else { (960.0, 600.0) };
+        if present.is_some_and(|p| p.on.get()) {
+            let screen = window().inner_height().ok().and_then(|v| v.as_f64()).unwrap_or(1080.0);
+            Viewport::presenting(w, h, screen)
+        } else {
+            Viewport::new(w, h)
+        }
+    });
+    // What the boxes depend on: the step, the view and the hop on screen.
+    let at = Memo::new(move |_| {
+        let f = ctx.frame.get();
+        (f.step, f.view, f.current, f.done)
+    });
+    let still = move || {
+        let (step, view, current, done) = at.get();
+        Frame { step, progress: done as f64, done, current, view }
+    };
+    let groups = Memo::new(move |_| {
+        let f = still();
+        ctx.with_scenario(|s| ctx.layout.with(|l| drawing::groups(s, l, &f)))
+    });
+    let trails = Memo::new(move |_| {
+        let f = still();
+        ctx.with_scenario(|s| ctx.layout.with(|l| drawing::trails(s, l, &f)))
+    });
+    let plan_of = move |i: Option<usize>| {
+        let (step, ..) = at.get();
+        i.and_then(|i| ctx.with_scenario(|s| ctx.layout.with(|l| drawing::plan(s, l, step, i))))
+    };
+    let plan_now: Memo<Option<HopPlan>> = Memo::new(move |_| plan_of(Some(at.get().2.unwrap_or(0))));
+    let plan_before: Memo<Option<HopPlan>> = Memo::new(move |_| plan_of(at.get().2.map(|i| i.saturating_sub(1))));
+    let token = Memo::new(move |_| {
+        let f = ctx.frame.get();
+        f.current?;
+        let t = if f.progress.fract() == 0.0 { 1.0 } else { f.progress.fract() };
+        plan_now.with(|p| p.as_ref().map(|p| p.token(t)))
+    });
+    let cam = Memo::new(move |_| {
+        let f = ctx.frame.get();
+        let world = ctx.layout.with(|l| l.world());
+        plan_before.with(|b| plan_now.with(|p| drawing::camera_with(world, vp.get(), &f, b.as_ref(), p.as_ref())))
+    });
+    // On a page (not in an embed or presenting, where the canvas fills
+    // the room it is given), the canvas is as tall as the core asks for
+    // its width.
+    let height = move || {
+        let embedded = ctx.player.display.with(|d| d.embed);
+        if embedded || presenting() || ctx.figure > 0 {
+            return String::new();
+        }
+        let (w, _) = size.get();
+        let world = ctx.layout.with(|l| l.world());
+        let max = window().inner_height().ok().and_then(|v| v.as_f64()).unwrap_or(900.0) * 0.72;
+        format!("height: {}px", fixed(camera::page_height(world, if w > 0.0 { w } else { 960.0 }, max), 0))
+    };
     let description = move || ctx.with_scenario(|s| kubehops_core::scene::describe::frame_label(s, &ctx.frame.get()));
-    let view_box = move || ctx.layout.with(|l| format!("0 0 {} {}", n(l.width), fixed(l.height, 0)));
-    // Actors change only with the scenario, not with its parameters.
-    let actors = Memo::new(move |_| ctx.with_scenario(|s| s.actors.clone()));
     view! {
         <figure class="kh-canvas">
-            <svg viewBox=view_box role="img" aria-label=description preserveAspectRatio="xMidYMid meet">
+            <svg
+                node_ref=svg_ref
+                viewBox=move || cam.get().view_box()
+                style=height
+                role="img"
+                aria-label=description
+                preserveAspectRatio="xMidYMid meet"
+                data-scale=move || fixed(cam.get().scale, 3)
+            >
                 <defs>
                     {KINDS
                         .iter()
                         .map(|k| {
-                            let (class, _, _) = kind_info(*k);
+                            let class = kind_style(*k).class;
                             view! {
-                                <marker id=marker_id(ctx, class) class=format!("kh-arrow kh-{class}") viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
+                                <marker
+                                    id=marker_id(ctx, class)
+                                    class=format!("kh-arrow kh-{class}")
+                                    viewBox="0 0 10 10"
+                                    refX="10"
+                                    refY="5"
+                                    markerUnits="userSpaceOnUse"
+                                    markerWidth=n(ARROW_LEN)
+                                    markerHeight=n(ARROW_W)
+                                    orient="auto-start-reverse"
+                                >
                                     <path d="M0,0 L10,5 L0,10 z"></path>
                                 </marker>
                             }
                         })
                         .collect_view()}
                 </defs>
-                {move || {
-                    // Redrawn only when the actors (and so the layout) change.
-                    let actors = actors.get();
-                    view! {
-                        <Zones/>
-                        {actors.into_iter().filter(|a| a.parent.is_none()).map(|a| view! { <ActorBox actor=a/> }).collect_view()}
-                        {ctx.layout.with_untracked(|l| l.groups.iter().filter(|g| g.node.is_none()).cloned().collect::<Vec<_>>()).into_iter().map(|g| view! { <Group group=g/> }).collect_view()}
-                    }
-                }}
-                <Trails/>
-                <Token/>
+                <For each=move || groups.get() key=|g| (g.key.clone(), drawing::fingerprint(g)) children=|g| view! { <GroupView group=g/> }/>
+                <g class="kh-trails">
+                    <For each=move || trails.get() key=|t| (t.hop, t.current, drawing::trail_key(t)) children=move |t| view! { <TrailView trail=t ctx=ctx/> }/>
+                </g>
+                {move || token.get().map(|t| view! { <TokenView token=t ctx=ctx/> })}
             </svg>
-            {(ctx.figure == 0).then(|| view! { <figcaption class="kh-status" aria-hidden="true">{move || status_line(ctx)}</figcaption> })}
+            {(ctx.figure == 0).then(|| view! { <Caption/> })}
         </figure>
     }
 }
@@ -93,379 +177,121 @@ fn marker_id(ctx: Ctx, class: &str) -> String {
     }
 }
 
-fn status_line(ctx: Ctx) -> String {
-    let f = ctx.frame.get();
-    let what_if = ctx.with_scenario(|s| s.what_if.clone());
-    ctx.with_step(|st| match f.current.and_then(|i| st.hops.get(i).map(|h| (i, h))) {
-        Some((i, h)) => {
-            let wire = h.packet.as_ref().map(|p| format!("  ·  {}", p.after)).unwrap_or_default();
-            let alt = if h.what_if { format!("  ·  what if: {}", what_if.clone().unwrap_or_default()) } else { String::new() };
-            format!("{}/{}  ·  {}{}{}", i + 1, st.hops.len(), h.caption, wire, alt)
-        }
-        None => format!("Ready: {} hops. Press Play or Space.", st.hops.len()),
-    })
-    .unwrap_or_default()
-}
-
+/// The hop's caption under the canvas: the core's sentence for the hop on
+/// screen, in step with the token.
 #[component]
-fn Zones() -> impl IntoView {
+fn Caption() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
-    let columns = ctx.layout.with_untracked(|l| l.columns.clone());
-    columns
-        .into_iter()
-        .map(|c| {
-            let r = c.rect;
-            view! {
-                <g class="kh-zone">
-                    <rect x=n(r.x) y=n(r.y) width=n(r.w) height=n(r.h) rx="14"></rect>
-                    <text x=n(r.x + 12.0) y=n(r.y + 22.0) class="kh-zone-label">{c.zone.label()}</text>
-                </g>
-            }
-        })
-        .collect_view()
-}
-
-fn is_active(ctx: Ctx, id: ActorId) -> bool {
-    let f = ctx.frame.get();
-    ctx.with_step(|st| f.current.and_then(|i| st.hops.get(i)).is_some_and(|h| h.from == id || h.to == id)).unwrap_or(false)
-}
-
-/// The box of a top-level actor: a node's card, a balancer, or a labelled box.
-#[component]
-fn ActorBox(actor: Actor) -> impl IntoView {
-    match actor.kind {
-        ActorKind::Node => view! { <NodeCard node=actor/> }.into_any(),
-        ActorKind::LoadBalancer => view! { <Balancer actor=actor/> }.into_any(),
-        _ => view! { <Component actor=actor/> }.into_any(),
-    }
-}
-
-/// What a component does, under its name.
-fn role_of(kind: ActorKind) -> &'static str {
-    match kind {
-        ActorKind::Laptop => "kubectl · client",
-        ActorKind::Resolver => "upstream DNS",
-        ActorKind::OutsideHost => "outside host",
-        _ => "",
-    }
-}
-
-/// Splits a long label over two lines: a host name after its first label
-/// (`mydb.` / `example.com`), other names at their last hyphen
-/// (`cloud-controller-` / `manager`).
-fn label_lines(label: &str) -> (String, Option<String>) {
-    if label.chars().count() <= 14 {
-        return (label.to_string(), None);
-    }
-    // Before a parenthesis, after a host name's first label, at the last hyphen.
-    if let Some(i) = label.find(" (") {
-        return (label[..i].to_string(), Some(label[i + 1..].to_string()));
-    }
-    match label.find('.').or_else(|| label.rfind('-')) {
-        Some(i) if i > 2 => (label[..=i].to_string(), Some(label[i + 1..].to_string())),
-        _ => (label.to_string(), None),
-    }
-}
-
-/// Laptop, hosts, the API server and controllers: a labelled box.
-#[component]
-fn Component(actor: Actor) -> impl IntoView {
-    let ctx = expect_context::<Ctx>();
-    let id = actor.id;
-    let r = ctx.layout.with_untracked(|l| l.rect(id)).unwrap_or(Rect::ZERO);
-    let (line1, line2) = label_lines(&actor.label);
-    let two = line2.is_some();
-    let role = if two { "" } else { role_of(actor.kind) };
-    // A name on two lines leaves room for the address only in a tall box.
-    let fits = |t: &str| t.chars().count() as f64 * 7.4 <= r.w - 12.0;
-    let sub = if (two && r.h < 76.0) || !fits(&actor.sublabel) { String::new() } else { actor.sublabel.clone() };
-    let sub_y = if two { r.y + 66.0 } else { r.y + 46.0 };
-    let cx = r.x + r.w / 2.0;
-    let kind = actor.kind.css_name();
-    view! {
-        <g class=format!("kh-actor kh-kind-{kind}") class:active=move || is_active(ctx, id) data-actor=actor.short.clone()>
-            <title>{actor.label.clone()}</title>
-            <rect x=n(r.x) y=n(r.y) width=n(r.w) height=n(r.h) rx="10"></rect>
-            <text x=n(cx) y=n(r.y + 25.0) class="kh-label" text-anchor="middle">{line1}</text>
-            {line2.map(|l| view! { <text x=n(cx) y=n(r.y + 46.0) class="kh-label" text-anchor="middle">{l}</text> })}
-            {(!sub.is_empty()).then(|| view! { <text x=n(cx) y=n(sub_y) class="kh-mono" text-anchor="middle">{sub.clone()}</text> })}
-            {(!role.is_empty() && r.h >= 80.0).then(|| view! { <text x=n(cx) y=n(r.bottom() - 12.0) class="kh-muted" text-anchor="middle">{role}</text> })}
-        </g>
-    }
-}
-
-#[component]
-fn Balancer(actor: Actor) -> impl IntoView {
-    let ctx = expect_context::<Ctx>();
-    let id = actor.id;
-    let r = ctx.layout.with_untracked(|l| l.rect(id)).unwrap_or(Rect::ZERO);
-    let state = Memo::new(move |_| {
+    let at = Memo::new(move |_| {
         let f = ctx.frame.get();
-        ctx.with_step(|st| st.views.get(f.view).map(|v| v.balancer(id))).flatten().unwrap_or(BalancerView::Absent)
+        (f.step, f.current, f.done)
     });
-    let cx = r.x + r.w / 2.0;
-    view! {
-        <g
-            class="kh-actor kh-lb"
-            class:absent=move || state.get() == BalancerView::Absent
-            class:provisioning=move || state.get() == BalancerView::Provisioning
-            class:active=move || is_active(ctx, id)
-        >
-            <rect x=n(r.x) y=n(r.y) width=n(r.w) height=n(r.h) rx="10"></rect>
-            <text x=n(cx) y=n(r.y + 26.0) class="kh-label" text-anchor="middle">{actor.short.clone()}</text>
-            <text x=n(cx) y=n(r.y + 50.0) class="kh-mono" text-anchor="middle">
-                {move || match state.get() {
-                    BalancerView::Absent => "none yet".to_string(),
-                    BalancerView::Provisioning => "provisioning…".to_string(),
-                    BalancerView::Active { ip } => ip.to_string(),
-                }}
-            </text>
-            <text x=n(cx) y=n(r.bottom() - 12.0) class="kh-muted" text-anchor="middle">
-                {move || match state.get() {
-                    BalancerView::Absent => "for type: LoadBalancer",
-                    BalancerView::Provisioning => "IP <pending>",
-                    BalancerView::Active { .. } => "forwards to node ports",
-                }}
-            </text>
-        </g>
-    }
-}
-
-fn summary_text(r: &RuleSummary) -> String {
-    match r {
-        RuleSummary::ClusterIp { addr, .. } => format!("{addr} → SVC"),
-        RuleSummary::NodePort { port, .. } => format!("NodePort :{port} → EXT"),
-        RuleSummary::LoadBalancerIp { addr, .. } => format!("LB {addr} → EXT"),
-        RuleSummary::ExternalIp { addr, .. } => format!("external {addr} → EXT"),
-        RuleSummary::Endpoints { targets, .. } => format!("SVC → {} Pods, random", targets.len()),
-        RuleSummary::Reject { addr, .. } => format!("{addr}: REJECT, no endpoints"),
-    }
-}
-
-#[component]
-fn NodeCard(node: Actor) -> impl IntoView {
-    let ctx = expect_context::<Ctx>();
-    let id = node.id;
-    let Some(card) = ctx.layout.with_untracked(|l| l.node_card(id).copied()) else { return ().into_any() };
-    // Pods with a box of their own; the others are in the node's group box.
-    let pods: Vec<Actor> = ctx.layout.with_untracked(|l| ctx.player.scenario.with_untracked(|s| s.actors.iter().filter(|a| a.parent == Some(id) && l.has_box(a.id)).cloned().collect()));
-    let group = ctx.layout.with_untracked(|l| l.groups.iter().find(|g| g.node == Some(id)).cloned());
-    // The node's rule summary in the current view, and which lines the
-    // current hop matched here.
-    let rules = Memo::new(move |_| {
-        let f = ctx.frame.get();
-        ctx.with_step(|st| {
-            let hit: Vec<usize> = f
-                .current
-                .and_then(|i| st.hops.get(i))
-                .and_then(|h| h.packet.as_ref())
-                .filter(|p| p.decided_on == Some(id))
-                .map(|p| p.matched.iter().map(|m| m.line).collect())
-                .unwrap_or_default();
-            st.views
-                .get(f.view)
-                .and_then(|v| v.node(id))
-                .map(|n| n.rules.iter().map(|r| (summary_text(r), r.lines().iter().any(|l| hit.contains(l)))).collect::<Vec<_>>())
-                .unwrap_or_default()
-        })
-        .unwrap_or_default()
-    });
-    let service = Memo::new(move |_| ctx.with_step(|st| st.views.first().and_then(|v| v.kubectl.rows.get(1)).and_then(|r| r.first().cloned())).flatten().unwrap_or_default());
-    let updated = move || {
-        let f = ctx.frame.get();
-        ctx.with_step(|st| f.current.and_then(|i| st.hops.get(i)).is_some_and(|h| h.kind == HopKind::ControlPlane && h.to == id)).unwrap_or(false)
-    };
-    let (c, panel, area) = (card.card, card.panel, card.pods);
-    let empty = pods.is_empty();
-    let no_pods = move || {
-        let svc = service.get();
-        if svc.is_empty() { "no Pods".to_string() } else { format!("no {svc} Pod") }
-    };
-    let lines_fit = ((panel.h - 30.0) / 21.0).floor().max(1.0) as usize;
-    view! {
-        <g class="kh-node" class:active=move || is_active(ctx, id) data-node=node.short.clone()>
-            <rect class="kh-node-card" x=n(c.x) y=n(c.y) width=n(c.w) height=n(c.h) rx="12"></rect>
-            <text x=n(c.x + 14.0) y=n(c.y + 25.0) class="kh-node-name">{node.short.clone()}</text>
-            <text x=n(c.right() - 14.0) y=n(c.y + 25.0) class="kh-mono" text-anchor="end">{node.sublabel.clone()}</text>
-            <g class="kh-proxy" class:updated=updated>
-                <rect x=n(panel.x) y=n(panel.y) width=n(panel.w) height=n(panel.h) rx="8"></rect>
-                <text x=n(panel.x + 10.0) y=n(panel.y + 19.0) class="kh-panel-title">"kube-proxy · iptables"</text>
-                {move || {
-                    let rs = rules.get();
-                    if rs.is_empty() {
-                        let svc = service.get();
-                        let text = if svc.is_empty() { "no rules".to_string() } else { format!("no rules for {svc}") };
-                        return view! { <text x=n(panel.x + 10.0) y=n(panel.y + 44.0) class="kh-muted">{text}</text> }.into_any();
-                    }
-                    rs.into_iter()
-                        .take(lines_fit)
-                        .enumerate()
-                        .map(|(i, (t, hit))| {
-                            let y = panel.y + 28.0 + i as f64 * 21.0;
-                            view! {
-                                <g class="kh-rule" class:hit=hit>
-                                    <rect x=n(panel.x + 4.0) y=n(y) width=n(panel.w - 8.0) height="20" rx="4"></rect>
-                                    <text x=n(panel.x + 10.0) y=n(y + 15.0) class="kh-rule-text">{if hit { format!("▶ {t}") } else { t }}</text>
-                                </g>
-                            }
-                        })
-                        .collect_view()
-                        .into_any()
-                }}
-            </g>
-            {empty.then(|| view! {
-                <g class="kh-pod empty">
-                    <rect x=n(area.x) y=n(area.y) width=n(area.w) height=n(area.h) rx="8"></rect>
-                    <text x=n(area.x + area.w / 2.0) y=n(area.y + area.h / 2.0 + 5.0) class="kh-muted" text-anchor="middle">{no_pods}</text>
-                </g>
-            })}
-            {pods.into_iter().map(|p| view! { <PodBox pod=p/> }).collect_view()}
-            {group.map(|g| view! { <Group group=g/> })}
-        </g>
-    }
-    .into_any()
-}
-
-/// A group box: the Pods of a node, or the nodes, drawn without a box
-/// of their own ("+37 Pods", "+42 nodes"); its title lists who is in it.
-#[component]
-fn Group(group: kubehops_core::scene::GroupBox) -> impl IntoView {
-    let ctx = expect_context::<Ctx>();
-    let r = group.rect;
-    let label = group.label();
-    let names: Vec<String> = ctx.player.scenario.with_untracked(|s| {
-        group.members.iter().filter_map(|m| s.actor(*m)).filter(|a| a.kind == group.kind || (group.kind != ActorKind::Node && a.kind.is_pod())).take(40).map(|a| a.label.clone()).collect()
-    });
-    let more = group.members.len().saturating_sub(names.len());
-    let title = if more > 0 && group.kind != ActorKind::Node { format!("{label}: {}, …", names.join(", ")) } else { format!("{label}: {}", names.join(", ")) };
-    let sub = if group.kind == ActorKind::Node { "not in this story" } else { "not in this story" };
-    let cx = r.x + r.w / 2.0;
-    let data = label.clone();
-    view! {
-        <g class="kh-group" data-group=data>
-            <title>{title}</title>
-            <rect x=r.x y=r.y width=r.w height=r.h rx="8"></rect>
-            <text x=cx y=r.y + r.h / 2.0 - 2.0 class="kh-label" text-anchor="middle">{label}</text>
-            {(r.h >= 44.0).then(|| view! { <text x=cx y=r.y + r.h / 2.0 + 16.0 class="kh-muted" text-anchor="middle">{sub}</text> })}
-        </g>
-    }
-}
-
-#[component]
-fn PodBox(pod: Actor) -> impl IntoView {
-    let ctx = expect_context::<Ctx>();
-    let id = pod.id;
-    let r = ctx.layout.with_untracked(|l| l.rect(id)).unwrap_or(Rect::ZERO);
-    let ready = Memo::new(move |_| {
-        let f = ctx.frame.get();
-        ctx.with_step(|st| st.views.get(f.view).is_none_or(|v| !v.not_ready.contains(&id))).unwrap_or(true)
-    });
-    let cx = r.x + r.w / 2.0;
-    let dns = pod.kind == ActorKind::CoreDns;
-    let label = if dns { "CoreDNS".to_string() } else { pod.short.clone() };
-    view! {
-        <g class="kh-pod" class:active=move || is_active(ctx, id) class:notready=move || !ready.get() class:coredns=dns data-pod=pod.short.clone()>
-            <title>{format!("Pod {}", pod.label)}</title>
-            <rect x=n(r.x) y=n(r.y) width=n(r.w) height=n(r.h) rx="8"></rect>
-            <text x=n(cx) y=n(r.y + 21.0) class="kh-label" text-anchor="middle">{label}</text>
-            <text x=n(cx) y=n(r.y + 41.0) class="kh-mono" text-anchor="middle">{fit(&pod.sublabel, r.w)}</text>
-            <text x=n(cx) y=n(r.y + 60.0) class="kh-ready" text-anchor="middle">
-                {move || match (ready.get(), dns) {
-                    (true, true) => "✓ Ready · kube-dns",
-                    (true, false) => "✓ Ready",
-                    (false, _) => "✕ not Ready",
-                }}
-            </text>
-        </g>
-    }
-}
-
-/// A monospace line cut to what fits in `width` (about 9.7 units a
-/// character at the canvas's mono size), with an ellipsis.
-fn fit(text: &str, width: f64) -> String {
-    let room = ((width - 10.0) / 9.7).floor().max(4.0) as usize;
-    if text.chars().count() <= room {
-        text.to_string()
-    } else {
-        let mut t: String = text.chars().take(room - 1).collect();
-        t.push('…');
-        t
-    }
-}
-
-/// Finished hops of this step, as arrows; what-if hops are dashed grey-blue.
-#[component]
-fn Trails() -> impl IntoView {
-    let ctx = expect_context::<Ctx>();
-    let trails = Memo::new(move |_| {
-        let f = ctx.frame.get();
-        let upto = f.current.map_or(0, |c| c + 1);
-        ctx.with_step(|st| {
-            st.hops
-                .iter()
-                .take(upto)
-                .enumerate()
-                .filter(|(_, h)| h.from != h.to)
-                .map(|(i, h)| {
-                    let path = ctx.layout.with(|l| l.hop_route(h));
-                    (points(&path), h.kind, h.leg == Leg::Back, h.what_if, Some(i) == f.current)
-                })
-                .collect::<Vec<_>>()
-        })
-        .unwrap_or_default()
+    let caption = Memo::new(move |_| {
+        let (step, current, _) = at.get();
+        ctx.with_scenario(|s| kubehops_core::scene::describe::caption(s, step, current))
     });
     view! {
-        <g class="kh-trails">
-            {move || {
-                trails
-                    .get()
+        <figcaption class="kh-status" aria-hidden="true">
+            <span class="kh-status-head">{move || caption.with(|c| c.head.clone())}</span>
+            " "
+            <span class="kh-status-text">{move || caption.with(|c| c.text.clone())}</span>
+        </figcaption>
+    }
+}
+
+fn text_view(t: Text) -> impl IntoView {
+    let one = t.spans.len() == 1;
+    let size = t.size();
+    let class = if one { classes(&t.spans[0]) } else { String::new() };
+    let content = if one { t.spans[0].text.clone() } else { String::new() };
+    view! {
+        <text x=n(t.x) y=n(t.y) text-anchor=t.anchor.as_str() font-size=n(size) class=class>
+            {(!one).then(|| {
+                t.spans
                     .into_iter()
-                    .map(|(pts, kind, back, what_if, current)| {
-                        let (class, _, _) = kind_info(kind);
-                        view! {
-                            <polyline
-                                class=format!("kh-trail kh-{class}")
-                                class:back=back
-                                class:whatif=what_if
-                                class:current=current
-                                points=pts
-                                marker-end=format!("url(#{})", marker_id(ctx, class))
-                            ></polyline>
-                        }
+                    .map(|s| {
+                        let c = classes(&s);
+                        let fs = n(s.role.size());
+                        view! { <tspan class=c font-size=fs>{s.text}</tspan> }
                     })
                     .collect_view()
-            }}
+            })}
+            {one.then_some(content)}
+        </text>
+    }
+}
+
+fn classes(s: &Span) -> String {
+    match s.class {
+        Some(c) => format!("{} {c}", s.role.class()),
+        None => s.role.class().to_string(),
+    }
+}
+
+/// A group of the drawing, and its children.
+#[component]
+fn GroupView(group: Group) -> impl IntoView {
+    let Group { class, data, title, shapes, texts, children, .. } = group;
+    let (data_name, data_value) = data.map_or((None, None), |(k, v)| (Some(k), Some(v)));
+    view! {
+        <g
+            class=class
+            data-actor=(data_name == Some("actor")).then(|| data_value.clone()).flatten()
+            data-node=(data_name == Some("node")).then(|| data_value.clone()).flatten()
+            data-pod=(data_name == Some("pod")).then(|| data_value.clone()).flatten()
+            data-group=(data_name == Some("group")).then(|| data_value.clone()).flatten()
+        >
+            {title.map(|t| view! { <title>{t}</title> })}
+            {shapes
+                .into_iter()
+                .map(|s| {
+                    let r = s.rect;
+                    let c = (!s.class.is_empty()).then_some(s.class);
+                    view! { <rect class=c x=n(r.x) y=n(r.y) width=n(r.w) height=n(r.h) rx=n(s.rx)></rect> }
+                })
+                .collect_view()}
+            {texts.into_iter().map(text_view).collect_view()}
+            {children.into_iter().map(|g| view! { <GroupView group=g/> }.into_any()).collect_view()}
         </g>
     }
 }
 
-/// The packet or message in flight, labelled with its kind.
 #[component]
-fn Token() -> impl IntoView {
-    let ctx = expect_context::<Ctx>();
-    let token = Memo::new(move |_| {
-        let f = ctx.frame.get();
-        let (what_if, arp) = ctx.with_step(|st| f.current.and_then(|i| st.hops.get(i)).map_or((false, false), |h| (h.what_if, h.arp.is_some()))).unwrap_or((false, false));
-        f.token.map(|(p, k)| (p, k, what_if, arp))
-    });
-    move || {
-        token.get().map(|(p, kind, what_if, arp)| {
-            let (class, label, _) = if arp { ("dns", "ARP", "ARP") } else { kind_info(kind) };
-            let label = if kind == HopKind::Dropped { "✕ DROP" } else { label };
-            let w = 14.0 + 9.5 * label.chars().count() as f64;
-            view! {
-                <g
-                    class=format!("kh-token kh-{class}")
-                    class:whatif=what_if
-                    data-testid=(ctx.figure == 0).then_some("packet")
-                    data-x=fixed(p.x, 1)
-                    data-y=fixed(p.y, 1)
-                    transform=format!("translate({} {})", fixed(p.x, 1), fixed(p.y, 1))
-                >
-                    <rect x=n(-w / 2.0) y="-13" width=n(w) height="26" rx="13"></rect>
-                    <text y="5" text-anchor="middle">{label}</text>
-                </g>
-            }
-        })
+fn TrailView(trail: Trail, ctx: Ctx) -> impl IntoView {
+    let dash = if trail.what_if { Some(kubehops_core::scene::style::WHAT_IF_DASH) } else { trail.style.dash.dasharray() };
+    view! {
+        <polyline
+            class=trail.class()
+            points=points(&trail.points)
+            stroke-dasharray=dash
+            marker-end=format!("url(#{})", marker_id(ctx, trail.style.class))
+        ></polyline>
+    }
+}
+
+/// The token: its pill on the route and its card beside it.
+#[component]
+fn TokenView(token: drawing::Token, ctx: Ctx) -> impl IntoView {
+    let p = token.at;
+    let card = token.card.clone();
+    let tone = card.tone.map(|t| format!(" tone-{t}")).unwrap_or_default();
+    view! {
+        <g
+            class=token.class()
+            data-testid=(ctx.figure == 0).then_some("packet")
+            data-x=fixed(p.x, 1)
+            data-y=fixed(p.y, 1)
+            transform=format!("translate({} {})", fixed(p.x, 1), fixed(p.y, 1))
+        >
+            {card.leader(&token.pill).map(|(a, b)| view! { <line class="kh-leader" x1=n(a.x) y1=n(a.y) x2=n(b.x) y2=n(b.y)></line> })}
+            <g class=format!("kh-card{tone}") transform=format!("translate({} {})", n(card.offset.x), n(card.offset.y))>
+                <rect width=n(card.w) height=n(card.h) rx="7"></rect>
+                {card.texts.into_iter().map(text_view).collect_view()}
+            </g>
+            <g class="kh-pill">
+                <rect x=n(-token.pill.w / 2.0) y=n(-token.pill.h / 2.0) width=n(token.pill.w) height=n(token.pill.h) rx=n(token.pill.h / 2.0)></rect>
+                <text y="4.5" text-anchor="middle" font-size="13">{token.pill.label}</text>
+            </g>
+        </g>
     }
 }

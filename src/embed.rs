@@ -263,7 +263,7 @@ pub fn EmbedPage() -> impl IntoView {
                     ControlsMode::None => ().into_any(),
                 }}
             </div>
-            <Narration/>
+            <Narration folded=true/>
         </div>
     }
 }

@@ -2,25 +2,39 @@
 //! kubectl's output, the legend, the comparison table and URL notices.
 
 use crate::app::Ctx;
-use crate::canvas::{hop_info, kind_info};
+use kubehops_core::scene::style::{hop_style, kind_style, KINDS, WHAT_IF_DASH};
 use kubehops_core::dataplane::iptables::TableName;
 use kubehops_core::net::Packet;
 use kubehops_core::scenarios::Value;
-use kubehops_core::sim::{ActorId, Field, HopKind, Payload, RewriteKind};
+use kubehops_core::sim::{ActorId, Field, Payload, RewriteKind};
 use leptos::prelude::*;
 
+/// The step's narration under its heading. `folded`: in an embed, the
+/// heading comes first and the narration opens with a button, so the
+/// canvas and its hop caption keep the room (a wide embed shows it beside
+/// the canvas, always open).
 #[component]
-pub fn Narration() -> impl IntoView {
+pub fn Narration(#[prop(optional)] folded: bool) -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let p = ctx.player;
     let heading = move || ctx.with_step(|st| format!("Step {} of {} · {}", ctx.frame.get().step + 1, p.steps(), st.title)).unwrap_or_default();
     let text = move || ctx.with_step(|st| st.narration.clone()).unwrap_or_default();
     let demo = Memo::new(move |_| ctx.with_scenario(|s| s.demo().map(|d| (d.label.clone(), d.narration.clone()))));
+    let open = RwSignal::new(false);
     view! {
-        <section class="kh-card kh-narration">
-            <h2>{heading}</h2>
-            {move || demo.get().map(|(label, text)| view! { <p class="kh-demo-note"><strong>{format!("Demo · {label}: ")}</strong>{text}</p> })}
-            <p>{text}</p>
+        <section class="kh-card kh-narration" class:kh-folded=folded class:open=move || open.get()>
+            <div class="kh-narr-head">
+                <h2>{heading}</h2>
+                {folded.then(|| view! {
+                    <button type="button" class="kh-btn kh-btn-small kh-narr-toggle" aria-expanded=move || open.get().to_string() aria-controls="kh-narr-text" on:click=move |_| open.update(|o| *o = !*o)>
+                        {move || if open.get() { "Hide the step" } else { "Read the step" }}
+                    </button>
+                })}
+            </div>
+            <div class="kh-narr-text" id=folded.then_some("kh-narr-text")>
+                {move || demo.get().map(|(label, text)| view! { <p class="kh-demo-note"><strong>{format!("Demo · {label}: ")}</strong>{text}</p> })}
+                <p>{text}</p>
+            </div>
         </section>
     }
 }
@@ -101,7 +115,8 @@ pub fn HopDetail() -> impl IntoView {
             let Some((i, h)) = f.current.and_then(|i| st.hops.get(i).map(|h| (i, h))) else {
                 return view! { <p class="kh-muted-html">{format!("{n} hops. Press Play, or choose a hop below.")}</p> }.into_any();
             };
-            let (class, _, kind_name) = hop_info(h);
+            let st = hop_style(h);
+            let (class, kind_name) = (st.class, st.name);
             let (from, to) = (short_label(ctx, h.from), short_label(ctx, h.to));
             let what_if = what_if_label(ctx);
             let arp = h.arp.as_ref().map(|a| format!("ARP on {}: {}", a.iface, a.summary()));
@@ -171,7 +186,8 @@ pub fn HopDetail() -> impl IntoView {
                 .iter()
                 .enumerate()
                 .map(|(i, h)| {
-                    let (class, label, _) = hop_info(h);
+                    let st = hop_style(h);
+                    let (class, label) = (st.class, st.label);
                     let current = f.current == Some(i);
                     let (from, to) = (short_label(ctx, h.from), short_label(ctx, h.to));
                     let route = if h.from == h.to { format!("on {from}") } else { format!("{from} → {to}") };
@@ -293,18 +309,18 @@ pub fn KubectlPanel() -> impl IntoView {
 
 #[component]
 pub fn Legend() -> impl IntoView {
-    let kinds = [HopKind::Dns, HopKind::Request, HopKind::Reply, HopKind::ControlPlane, HopKind::Dropped];
     view! {
         <ul class="kh-legend" aria-label="Legend">
-            {kinds
+            {KINDS
                 .into_iter()
                 .map(|k| {
-                    let (class, label, name) = kind_info(k);
+                    let ks = kind_style(k);
+                    let (class, label, name) = (ks.class, ks.label, ks.name);
                     view! {
                         <li class=format!("kh-{class}")>
-                            // The same classes as the canvas trail, so the same dash pattern.
+                            // The canvas trail's class and pattern, from the same table.
                             <svg viewBox="0 0 40 12" width="40" height="12" aria-hidden="true">
-                                <line class=format!("kh-trail kh-{class}") x1="2" y1="6" x2="38" y2="6"></line>
+                                <line class=format!("kh-trail kh-{class}") stroke-dasharray=ks.dash.dasharray() x1="2" y1="6" x2="38" y2="6"></line>
                             </svg>
                             <span class="kh-chip">{label}</span>
                             <span>{name}</span>
@@ -314,7 +330,7 @@ pub fn Legend() -> impl IntoView {
                 .collect_view()}
             <li class="kh-whatif-key">
                 <svg viewBox="0 0 40 12" width="40" height="12" aria-hidden="true">
-                    <line class="kh-trail kh-request whatif" x1="2" y1="6" x2="38" y2="6"></line>
+                    <line class="kh-trail kh-request whatif" stroke-dasharray=WHAT_IF_DASH x1="2" y1="6" x2="38" y2="6"></line>
                 </svg>
                 <span>"what if (not taken)"</span>
             </li>

@@ -9,7 +9,7 @@
 //! Page Down step, as everywhere.
 
 use crate::app::{Ctx, Target};
-use crate::canvas::hop_info;
+use kubehops_core::scene::style::hop_style;
 use crate::embed::{to_data, to_js};
 use crate::player::Player;
 use kubehops_core::embed::presenter::{self, HopState, Sync, CHANNEL};
@@ -25,9 +25,6 @@ pub struct Present {
     pub on: RwSignal<bool>,
     pub panels: RwSignal<bool>,
 }
-
-/// The smallest canvas text at 1080p, in CSS pixels.
-const MIN_TEXT_PX: f64 = 24.0;
 
 /// Calls `el.name()` and swallows a rejected promise (fullscreen may be
 /// refused: no user gesture, an iframe without allow="fullscreen").
@@ -118,46 +115,9 @@ pub fn provide_present(player: Player) -> Present {
             e.prevent_default();
         }
     });
-    keep_text_large(player, pr);
     pr
 }
 
-/// While presenting, sets `--kh-min-font` on the root: the font size, in
-/// the drawing's units, that shows as 24 CSS pixels at a 1080-pixel-high
-/// screen (and proportionally larger on a larger one), from the size the
-/// canvas got. The stylesheet raises smaller canvas text to it.
-fn keep_text_large(player: Player, pr: Present) {
-    let layout = expect_context::<Ctx>().layout;
-    let apply = move || {
-        let Some(root) = document().document_element().and_then(|r| r.dyn_into::<web_sys::HtmlElement>().ok()) else { return };
-        let style = root.style();
-        if !pr.on.get_untracked() {
-            let _ = style.remove_property("--kh-min-font");
-            return;
-        }
-        let Some(svg) = document().query_selector(".kh-canvas svg").ok().flatten() else { return };
-        let r = svg.get_bounding_client_rect();
-        let (vw, vh) = layout.with_untracked(|l| (l.width, l.height));
-        let screen_h = window().inner_height().ok().and_then(|h| h.as_f64()).unwrap_or(1080.0);
-        let target = MIN_TEXT_PX * (screen_h / 1080.0).max(1.0);
-        let f = presenter::min_canvas_font(r.width(), r.height(), vw, vh, target);
-        // A hair above, so rounding never lands under the floor.
-        let c = (f * 100.0).ceil() as u64 + 1;
-        let _ = style.set_property("--kh-min-font", &format!("{}.{:02}px", c / 100, c % 100));
-    };
-    let a2 = apply.clone();
-    let _ = window_event_listener(ev::resize, move |_| a2());
-    Effect::new(move |_| {
-        let _ = (pr.on.get(), pr.panels.get(), player.step.get(), player.scenario_id.get());
-        let a = apply.clone();
-        // Twice: once the caption has its text, then once the layout settled.
-        request_animation_frame(move || {
-            a();
-            let a = a.clone();
-            request_animation_frame(move || a());
-        });
-    });
-}
 
 /// "Present" and "Presenter view", for the full page.
 #[component]
@@ -330,7 +290,7 @@ pub fn NotesPage() -> impl IntoView {
                                 n.hops
                                     .iter()
                                     .map(|h| {
-                                        let (class, label, _) = sc_hops.get(h.number - 1).map_or(("request", "REQ", ""), hop_info);
+                                        let (class, label) = sc_hops.get(h.number - 1).map(hop_style).map_or(("request", "REQ"), |s| (s.class, s.label));
                                         let state = match h.state {
                                             HopState::Done => "done",
                                             HopState::Current => "current",

@@ -197,7 +197,7 @@ fn StillFigure(step: usize) -> impl IntoView {
     let frame: Memo<Frame> = Memo::new(move |_| {
         base.player.scenario.with(|sc| {
             let n = sc.steps.get(step).map_or(0, |s| s.hops.len());
-            base.layout.with(|l| frame(sc, l, step, n as f64))
+            frame(sc, step, n as f64)
         })
     });
     // A child owner, so the figure's context stays with its canvas.

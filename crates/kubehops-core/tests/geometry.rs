@@ -69,9 +69,12 @@ fn every_state_draws_legibly_and_without_collisions() {
     for s in &all {
         total.extend(violations(s, &vps));
     }
+    // Each distinct failure once, with the first state it was seen in.
     let mut seen = std::collections::BTreeSet::new();
     for (w, v) in &total {
-        if seen.insert((v.rule, w.split(" step ").next().unwrap_or("").to_string())) && seen.len() < 80 {
+        let scenario = w.split(' ').next().unwrap_or("");
+        let step = w.split(" step ").nth(1).unwrap_or("");
+        if seen.insert((v.rule, scenario.to_string(), step.to_string(), v.what.clone())) && seen.len() <= 60 {
             println!("  {w}: {} — {}", v.rule.name(), v.what);
         }
     }

@@ -160,17 +160,6 @@ pub fn adopt(received: &str, own: &Display) -> String {
     link::format(&l)
 }
 
-/// The smallest font size, in the drawing's units, that shows as
-/// `target_px` CSS pixels when a `view_w` × `view_h` drawing is fitted
-/// (`meet`) into a `box_w` × `box_h` box. A box of no size asks nothing.
-pub fn min_canvas_font(box_w: f64, box_h: f64, view_w: f64, view_h: f64, target_px: f64) -> f64 {
-    let scale = (box_w / view_w).min(box_h / view_h);
-    if scale.is_finite() && scale > 0.0 {
-        target_px / scale
-    } else {
-        0.0
-    }
-}
 
 /// `HH:MM:SS` for a count of seconds (the clock and the time elapsed).
 pub fn clock(seconds: f64) -> String {
@@ -234,15 +223,6 @@ mod tests {
         assert_eq!(adopt("garbage", &main), "#/nodeport-loadbalancer/1");
     }
 
-    #[test]
-    fn the_canvas_font_floor_follows_the_scale() {
-        // 960 × 594 fitted into 1920 × 880: limited by the height (scale 1.48).
-        let f = min_canvas_font(1920.0, 880.0, 960.0, 594.0, 24.0);
-        assert!((f - 24.0 * 594.0 / 880.0).abs() < 1e-9, "{f}");
-        assert_eq!(min_canvas_font(3840.0, 1760.0, 960.0, 594.0, 48.0), f, "4K at twice the size asks the same");
-        assert_eq!(min_canvas_font(0.0, 0.0, 960.0, 594.0, 24.0), 0.0);
-        assert_eq!(min_canvas_font(100.0, 100.0, 0.0, 0.0, 24.0), 0.0);
-    }
 
     #[test]
     fn clock_reads_hours_minutes_seconds() {

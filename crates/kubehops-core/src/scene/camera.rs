@@ -45,6 +45,16 @@ impl Viewport {
     }
 }
 
+/// `v` within `lo..=hi`; the middle of the two when rounding put them
+/// the wrong way round (`f64::clamp` would panic).
+fn clamp(v: f64, lo: f64, hi: f64) -> f64 {
+    if lo > hi {
+        (lo + hi) / 2.0
+    } else {
+        v.max(lo).min(hi)
+    }
+}
+
 /// A size that is finite and at least one pixel.
 fn sane(v: f64) -> f64 {
     if v.is_finite() {
@@ -97,7 +107,7 @@ pub fn at(world: Rect, vp: Viewport, center: Point) -> Camera {
         if size >= len {
             lo + len / 2.0 - size / 2.0
         } else {
-            (c - size / 2.0).clamp(lo, lo + len - size)
+            clamp(c - size / 2.0, lo, lo + len - size)
         }
     };
     let c = if center.x.is_finite() && center.y.is_finite() { center } else { world.center() };
@@ -105,22 +115,33 @@ pub fn at(world: Rect, vp: Viewport, center: Point) -> Camera {
 }
 
 /// The centre that frames `focus` at the legible scale, or, where it does
-/// not fit, keeps `keep` (the token) in view with as much of `focus`
-/// around it as fits.
-pub fn center_on(world: Rect, vp: Viewport, focus: Rect, keep: Point) -> Point {
+/// not fit, keeps `keep` (the token, its card and the box it goes to) in
+/// view with as much of `focus` around it as fits, or, where not even
+/// that fits, centres on `keep`.
+pub fn center_on(vp: Viewport, focus: Rect, keep: Rect) -> Point {
     let scale = legible_scale(vp);
     let (w, h) = (vp.width / scale, vp.height / scale);
-    let axis = |lo: f64, len: f64, k: f64, size: f64| {
+    let axis = |lo: f64, len: f64, k0: f64, klen: f64, size: f64| {
         if len <= size {
-            lo + len / 2.0
-        } else {
-            // As near the focus's centre as keeps `k` a margin inside the view.
-            let margin = (size * 0.25).min(80.0);
-            (lo + len / 2.0).clamp(k - size / 2.0 + margin, k + size / 2.0 - margin)
+            return lo + len / 2.0;
         }
+        if klen > size {
+            return k0 + klen / 2.0;
+        }
+        let margin = ((size - klen) / 2.0).min(24.0);
+        clamp(lo + len / 2.0, k0 + klen - size / 2.0 + margin, k0 + size / 2.0 - margin)
     };
-    let _ = world;
-    pt(axis(focus.x, focus.w, keep.x, w), axis(focus.y, focus.h, keep.y, h))
+    pt(axis(focus.x, focus.w, keep.x, keep.w, w), axis(focus.y, focus.h, keep.y, keep.h, h))
+}
+
+/// How tall a canvas `width` pixels wide is on a page: the whole
+/// drawing's height when the drawing is legible at that width, else the
+/// drawing's height at the legible scale, at most `max_h` (the camera then
+/// follows the hops), and never less than 280 pixels.
+pub fn page_height(world: Rect, width: f64, max_h: f64) -> f64 {
+    let fit = sane(width) / world.w.max(1.0);
+    let h = if fit * super::text::MIN_SIZE >= MIN_PX { world.h * fit } else { (world.h * MIN_PX / super::text::MIN_SIZE).min(sane(max_h)) };
+    h.max(280.0).ceil()
 }
 
 #[cfg(test)]
@@ -159,8 +180,9 @@ mod tests {
     fn a_focus_that_does_not_fit_keeps_the_token_in_view() {
         let vp = Viewport::new(400.0, 300.0);
         let focus = Rect { x: 0.0, y: 0.0, w: 1000.0, h: 600.0 };
-        let c = center_on(WORLD, vp, focus, pt(900.0, 550.0));
+        let keep = Rect { x: 820.0, y: 500.0, w: 160.0, h: 80.0 };
+        let c = center_on(vp, focus, keep);
         let cam = at(WORLD, vp, c);
-        assert!(cam.view.contains(pt(900.0, 550.0)), "{cam:?}");
+        assert!(cam.view.contains(pt(keep.x, keep.y)) && cam.view.contains(pt(keep.right(), keep.bottom())), "{cam:?}");
     }
 }

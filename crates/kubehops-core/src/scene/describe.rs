@@ -62,6 +62,37 @@ pub fn announcement(s: &Scenario, step: usize, current: Option<usize>) -> String
     }
 }
 
+/// The line under the canvas: what the hop on screen does, in the core's
+/// own sentence for it, or, before a step plays, what the step holds and
+/// what to press.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Caption {
+    /// `Hop 2 of 6 · request`, `Step 1 of 5 · Type NodePort`.
+    pub head: String,
+    pub text: String,
+}
+
+/// The caption at (`step`, `current`).
+pub fn caption(s: &Scenario, step: usize, current: Option<usize>) -> Caption {
+    let Some(st) = s.steps.get(step) else { return Caption::default() };
+    let n = st.hops.len();
+    match current.and_then(|i| st.hops.get(i).map(|h| (i, h))) {
+        Some((i, h)) => {
+            let what_if = if h.what_if { s.what_if.as_ref().map_or_else(|| " · what if".to_string(), |w| format!(" · what if: {w}")) } else { String::new() };
+            Caption { head: format!("Hop {} of {n} · {}{what_if}", i + 1, kind_name(h)), text: h.detail.clone() }
+        }
+        None if n == 0 => Caption { head: format!("Step {} of {} · {}", step + 1, s.steps.len(), st.title), text: "Nothing moves in this step: read what it says, then go on with →.".into() },
+        None => {
+            let first = &st.hops[0];
+            let who = if first.from == first.to { format!("on {}", short(s, first.from)) } else { format!("from {} to {}", short(s, first.from), short(s, first.to)) };
+            Caption {
+                head: format!("Step {} of {} · {}", step + 1, s.steps.len(), st.title),
+                text: format!("{n} hop{} to watch, the first {} {who}. Press Play or Space to send it; → opens the next step.", if n == 1 { "" } else { "s" }, kind_name(first)),
+            }
+        }
+    }
+}
+
 /// A file name for the frame, without its extension:
 /// `kubehops-nodeport-loadbalancer-step2-hop3` (`-start`, or `-end`).
 pub fn file_stem(s: &Scenario, f: &Frame) -> String {

@@ -304,6 +304,18 @@ pub struct Card {
     pub tone: Option<&'static str>,
 }
 
+impl Card {
+    /// A line from the card's nearest edge to the pill, relative to the
+    /// pill's centre, when the card sits apart from it.
+    pub fn leader(&self, pill: &Pill) -> Option<(Point, Point)> {
+        let r = Rect { x: self.offset.x, y: self.offset.y, w: self.w, h: self.h };
+        let near = pt(0.0_f64.clamp(r.x, r.right()), 0.0_f64.clamp(r.y, r.bottom()));
+        let gap_x = (near.x.abs() - pill.w / 2.0).max(0.0);
+        let gap_y = (near.y.abs() - pill.h / 2.0).max(0.0);
+        (gap_x.max(gap_y) > 14.0).then_some((near, pt(0.0, 0.0)))
+    }
+}
+
 /// Everything drawn at one moment.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Drawing {
@@ -386,9 +398,103 @@ fn row_of_address(n: &NodeView, dst: SockAddr, card: &NodeCard) -> Option<usize>
 
 /// The route hop `i` is drawn on.
 pub fn hop_path(st: &Step, layout: &Layout, i: usize) -> Vec<Point> {
-    let Some(h) = st.hops.get(i) else { return Vec::new() };
-    let (fp, tp) = ports(st, layout, i);
-    layout.hop_route_at(h, fp, tp)
+    step_paths(st, layout).into_iter().nth(i).unwrap_or_default()
+}
+
+/// The routes of every hop of a step. Where two arrive at the same place
+/// on a box (their arrowheads would meet), the later one is moved along
+/// the edge it arrives at, its last segment with it, until the two
+/// arrowheads are apart; identical routes (a retry, a second query) stay
+/// identical and are drawn once.
+pub fn step_paths(st: &Step, layout: &Layout) -> Vec<Vec<Point>> {
+    let mut paths: Vec<Vec<Point>> = Vec::with_capacity(st.hops.len());
+    for (i, h) in st.hops.iter().enumerate() {
+        let (fp, tp) = ports(st, layout, i);
+        let mut p = layout.hop_route_at(h, fp, tp);
+        let target = layout.target_at(h.to, tp);
+        let source = layout.target_at(h.from, fp);
+        if let (Some(t), Some(src), true) = (target, source, p.len() >= 2 && h.from != h.to) {
+            for k in 1..=6u32 {
+                let clash = |q: &[Point]| paths.iter().any(|o: &Vec<Point>| o.as_slice() != q && o.len() >= 2 && (arrowhead(o).zip(arrowhead(q)).is_some_and(|(a, b)| a.intersects(&b)) || opposite_run(o, q) >= 2.0));
+                if !clash(&p) {
+                    break;
+                }
+                let step = ARROW_W + 2.0;
+                let d = if k % 2 == 1 { step * k.div_ceil(2) as f64 } else { -step * (k / 2) as f64 };
+                if let Some(q) = nudge_end(&p, d, &t, &src) {
+                    if !clash(&q) {
+                        p = q;
+                        break;
+                    }
+                }
+            }
+        }
+        paths.push(p);
+    }
+    paths
+}
+
+/// How long two routes run on one line in opposite directions.
+pub fn opposite_run(a: &[Point], b: &[Point]) -> f64 {
+    let mut longest: f64 = 0.0;
+    for s in a.windows(2) {
+        for t in b.windows(2) {
+            let (da, db) = (direction(s[0], s[1]), direction(t[0], t[1]));
+            if da.0 * db.0 + da.1 * db.1 > -0.5 {
+                continue;
+            }
+            longest = longest.max(shared(s[0], s[1], t[0], t[1]));
+        }
+    }
+    longest
+}
+
+fn direction(a: Point, b: Point) -> (f64, f64) {
+    let (dx, dy) = (b.x - a.x, b.y - a.y);
+    let l = (dx * dx + dy * dy).sqrt().max(1e-9);
+    (dx / l, dy / l)
+}
+
+/// How long two axis-parallel segments lie on each other (within 1.5 units).
+fn shared(a0: Point, a1: Point, b0: Point, b1: Point) -> f64 {
+    let span = |p0: f64, p1: f64, q0: f64, q1: f64| (p0.max(p1).min(q0.max(q1)) - p0.min(p1).max(q0.min(q1))).max(0.0);
+    let horiz = |p: Point, q: Point| (p.y - q.y).abs() < 0.5;
+    let vert = |p: Point, q: Point| (p.x - q.x).abs() < 0.5;
+    if horiz(a0, a1) && horiz(b0, b1) && (a0.y - b0.y).abs() < 1.5 {
+        span(a0.x, a1.x, b0.x, b1.x)
+    } else if vert(a0, a1) && vert(b0, b1) && (a0.x - b0.x).abs() < 1.5 {
+        span(a0.y, a1.y, b0.y, b1.y)
+    } else {
+        0.0
+    }
+}
+
+/// `path` with its end moved by `d` along the edge of `target` it
+/// arrives at (its last segment moves with it, and a straight route's
+/// start slides along the edge of `source`), if both ends stay on their
+/// edges.
+fn nudge_end(path: &[Point], d: f64, target: &Rect, source: &Rect) -> Option<Vec<Point>> {
+    let n = path.len();
+    let (a, b) = (path[n - 2], path[n - 1]);
+    let horizontal = (a.y - b.y).abs() < 0.5;
+    let mut q = path.to_vec();
+    let on = |v: f64, lo: f64, hi: f64| v >= lo + 4.0 && v <= hi - 4.0;
+    if horizontal {
+        let y = b.y + d;
+        if !on(y, target.y, target.bottom()) || (n == 2 && !on(y, source.y, source.bottom())) {
+            return None;
+        }
+        q[n - 1].y = y;
+        q[n - 2].y = y;
+    } else {
+        let x = b.x + d;
+        if !on(x, target.x, target.right()) || (n == 2 && !on(x, source.x, source.right())) {
+            return None;
+        }
+        q[n - 1].x = x;
+        q[n - 2].x = x;
+    }
+    Some(q)
 }
 
 // ---------------------------------------------------------------- groups
@@ -503,10 +609,13 @@ fn node_card(s: &Scenario, layout: &Layout, f: &Frame, node: &Actor, active: boo
     g.texts.push(Text::new(c.x + pad, c.y + 28.0, Anchor::Start, vec![Span::new(node.short.clone(), Role::NodeName)], c));
     g.texts.push(Text::new(c.right() - pad, c.y + 28.0, Anchor::End, vec![Span::new(node.sublabel.clone(), Role::Mono)], c));
     g.children.push(panel(s, f, &card));
-    let mut junction = Group::new(format!("junction-{}", node.id.0), "kh-junction", Owner::Part);
-    junction.title = Some(format!("{} routes packets its rules do not rewrite", node.short));
-    junction.shapes.push(Shape::new(card.junction(), 3.0, ""));
-    g.children.push(junction);
+    if st.is_some_and(|st| routes_through(st, layout, f, node.id)) {
+        let mut junction = Group::new(format!("junction-{}", node.id.0), "kh-junction", Owner::Part);
+        junction.title = Some(format!("{} routes the packet: no rule of its kube-proxy rewrites it", node.short));
+        let j = card.junction();
+        junction.shapes.push(Shape::new(j, j.h / 2.0, ""));
+        g.children.push(junction);
+    }
     let pods: Vec<&Actor> = s.actors.iter().filter(|a| a.parent == Some(node.id) && layout.has_box(a.id)).collect();
     let view = st.and_then(|st| st.views.get(f.view));
     if pods.is_empty() {
@@ -523,6 +632,16 @@ fn node_card(s: &Scenario, layout: &Layout, f: &Frame, node: &Actor, active: boo
     }
     g.children.extend(layout.groups.iter().filter(|gb| gb.node == Some(node.id)).map(|gb| group_box(s, gb)));
     Some(g)
+}
+
+/// Whether a hop of the step up to the one on screen passes `node`'s
+/// junction (the node only routes its packet).
+fn routes_through(st: &Step, layout: &Layout, f: &Frame, node: ActorId) -> bool {
+    let upto = f.current.map_or(0, |c| c + 1);
+    st.hops.iter().enumerate().take(upto).any(|(i, h)| {
+        let (fp, tp) = ports(st, layout, i);
+        (h.from == node && fp == Port::Route) || (h.to == node && tp == Port::Route)
+    })
 }
 
 fn pod_box(layout: &Layout, p: &Actor, ready: bool, active: bool) -> Option<Group> {
@@ -661,7 +780,7 @@ fn panel(s: &Scenario, f: &Frame, card: &NodeCard) -> Group {
         let more = rows.len() - shown;
         let r = card.row(shown);
         let mut m = Group::new(format!("row-{}-more", id.0), "kh-rule more", Owner::Part);
-        m.texts.push(Text::new(r.x + 6.0, r.y + 15.5, Anchor::Start, vec![Span::new(format!("+{} more (Rules panel)", plural(more, "row", "rows")), Role::Muted)], r));
+        m.texts.push(Text::new(r.x + 6.0, r.y + 15.5, Anchor::Start, vec![Span::new(format!("+{more} more in the Rules panel"), Role::Muted)], r));
         g.children.push(m);
     }
     g
@@ -719,13 +838,15 @@ fn row_group(node: ActorId, i: usize, row: &Row, r: Rect) -> Group {
 pub fn trails(s: &Scenario, layout: &Layout, f: &Frame) -> Vec<Trail> {
     let Some(st) = s.steps.get(f.step) else { return Vec::new() };
     let upto = f.current.map_or(0, |c| c + 1);
+    let paths = step_paths(st, layout);
     let all: Vec<Trail> = st
         .hops
         .iter()
+        .zip(paths)
         .enumerate()
         .take(upto)
-        .filter(|(_, h)| h.from != h.to)
-        .map(|(i, h)| Trail { hop: i, points: hop_path(st, layout, i), style: hop_style(h), back: h.leg == Leg::Back, what_if: h.what_if, current: Some(i) == f.current })
+        .filter(|(_, (h, _))| h.from != h.to)
+        .map(|(i, (h, points))| Trail { hop: i, points, style: hop_style(h), back: h.leg == Leg::Back, what_if: h.what_if, current: Some(i) == f.current })
         .collect();
     all.iter().enumerate().filter(|(i, t)| !all[i + 1..].iter().any(|u| u.points == t.points)).map(|(_, t)| t.clone()).collect()
 }
@@ -992,6 +1113,19 @@ fn rest(route: &[Point], pill: &Pill, card: &Card, obs: &Obstacles) -> (f64, Poi
             y += 16.0;
         }
     }
+    if best.0 >= 1e4 {
+        // Nothing near is clear: anywhere in the drawing.
+        let w = obs.world;
+        let mut y = w.y;
+        while y + h <= w.bottom() {
+            let mut x = w.x;
+            while x + card.w <= w.right() {
+                consider(pt(x, y), &mut best);
+                x += 12.0;
+            }
+            y += 12.0;
+        }
+    }
     (t, pt(best.1.x - at.x, best.1.y - at.y))
 }
 
@@ -1018,6 +1152,8 @@ pub struct HopPlan {
     pub what_if: bool,
     /// The boxes at the hop's ends, together.
     pub ends: Rect,
+    /// The box it goes to.
+    pub target: Rect,
 }
 
 /// The plan of hop `i` of `step`.
@@ -1030,15 +1166,20 @@ pub fn plan(s: &Scenario, layout: &Layout, step: usize, i: usize) -> Option<HopP
     let obs = Obstacles::at_rest(s, layout, step, i);
     let mut route = hop_path(st, layout, i);
     if route.len() < 2 {
-        // A hop on one actor (a drop where it starts): under its box.
+        // A hop on one actor (a drop where it starts): beside its box,
+        // below, left, right or above, wherever the pill is clear.
         let r = layout.target(h.from)?;
-        let at = pt(r.center().x, r.bottom() + 6.0 + PILL_H / 2.0);
+        let (hw, hh) = (pill.w / 2.0 + 6.0, PILL_H / 2.0 + 6.0);
+        let spots = [pt(r.center().x, r.bottom() + hh), pt(r.x - hw, r.center().y), pt(r.right() + hw, r.center().y), pt(r.center().x, r.y - hh)];
+        let pill_at = |c: Point| Rect { x: c.x - pill.w / 2.0, y: c.y - PILL_H / 2.0, w: pill.w, h: PILL_H };
+        let at = spots.iter().copied().find(|c| obs.cost(&pill_at(*c)) == 0.0).unwrap_or(spots[0]);
         route = vec![pt(at.x, at.y - 0.5), at];
     }
     let (t, off) = if route_len(&route) < 1.0 { (1.0, rest(&route, &pill, &card, &obs).1) } else { rest(&route, &pill, &card, &obs) };
     card.offset = off;
     let ends = [h.from, h.to].iter().filter_map(|e| layout.rect(*e)).fold(None, |acc: Option<Rect>, r| Some(acc.map_or(r, |a| union(a, r)))).unwrap_or(Rect::ZERO);
-    Some(HopPlan { step, hop: i, route, rest: t, pill, card, style, what_if: h.what_if, ends })
+    let target = layout.target_at(h.to, ports(st, layout, i).1).unwrap_or(ends);
+    Some(HopPlan { step, hop: i, route, rest: t, pill, card, style, what_if: h.what_if, ends, target })
 }
 
 impl HopPlan {
@@ -1052,14 +1193,16 @@ impl HopPlan {
     }
 
     /// What the camera keeps in view at fraction `t`: the hop's ends, its
-    /// route and its token; and the point to stay nearest to (the token).
-    fn focus(&self, t: f64) -> (Rect, Point) {
+    /// route and its token; and what it must keep if not all of that fits
+    /// (the token with its card, and the box the hop goes to).
+    fn focus(&self, t: f64) -> (Rect, Rect) {
         let tok = self.token(t);
-        let mut r = union(self.ends, union(tok.card_rect(), tok.pill_rect()));
+        let token = union(tok.card_rect(), tok.pill_rect());
+        let mut r = union(self.ends, token);
         for p in &self.route {
             r = union(r, Rect { x: p.x, y: p.y, w: 0.0, h: 0.0 });
         }
-        (r, union(tok.card_rect(), tok.pill_rect()).center())
+        (r, union(token, self.target))
     }
 }
 
@@ -1106,8 +1249,8 @@ pub fn camera_with(world: Rect, vp: Viewport, f: &Frame, before: Option<&HopPlan
         return whole;
     }
     let center = |p: &HopPlan, t: f64| {
-        let (r, token) = p.focus(t);
-        camera::center_on(world, vp, r, token)
+        let (r, keep) = p.focus(t);
+        camera::center_on(vp, r, keep)
     };
     let target = match (f.current, now) {
         (None, Some(p)) => Some(center(p, 0.0)),
@@ -1126,4 +1269,84 @@ pub fn camera_with(world: Rect, vp: Viewport, f: &Frame, before: Option<&HopPlan
         _ => None,
     };
     camera::at(world, vp, target.unwrap_or(world.center()))
+}
+
+// ---------------------------------------------------------------- keys
+
+/// FNV-1a over what a renderer draws, for keyed lists: two groups with
+/// the same key and fingerprint draw the same.
+struct Fnv(u64);
+
+impl Fnv {
+    fn new() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+
+    fn bytes(&mut self, b: &[u8]) {
+        for x in b {
+            self.0 ^= u64::from(*x);
+            self.0 = self.0.wrapping_mul(0x100_0000_01b3);
+        }
+    }
+
+    fn str(&mut self, s: &str) {
+        self.bytes(s.as_bytes());
+        self.bytes(&[0xff]);
+    }
+
+    fn num(&mut self, v: f64) {
+        self.bytes(&v.to_bits().to_le_bytes());
+    }
+
+    fn rect(&mut self, r: &Rect) {
+        for v in [r.x, r.y, r.w, r.h] {
+            self.num(v);
+        }
+    }
+}
+
+fn hash_group(h: &mut Fnv, g: &Group) {
+    h.str(&g.key);
+    h.str(&g.class);
+    if let Some((k, v)) = &g.data {
+        h.str(k);
+        h.str(v);
+    }
+    h.str(g.title.as_deref().unwrap_or(""));
+    for s in &g.shapes {
+        h.rect(&s.rect);
+        h.num(s.rx);
+        h.str(&s.class);
+    }
+    for t in &g.texts {
+        h.num(t.x);
+        h.num(t.y);
+        h.str(t.anchor.as_str());
+        for s in &t.spans {
+            h.str(&s.text);
+            h.str(s.role.class());
+            h.str(s.class.unwrap_or(""));
+        }
+    }
+    for c in &g.children {
+        hash_group(h, c);
+    }
+}
+
+/// A group's fingerprint.
+pub fn fingerprint(g: &Group) -> u64 {
+    let mut h = Fnv::new();
+    hash_group(&mut h, g);
+    h.0
+}
+
+/// A trail's fingerprint: its path and look.
+pub fn trail_key(t: &Trail) -> u64 {
+    let mut h = Fnv::new();
+    for p in &t.points {
+        h.num(p.x);
+        h.num(p.y);
+    }
+    h.str(&t.class());
+    h.0
 }

@@ -226,37 +226,8 @@ fn pt_(x: f64, y: f64) -> Point {
 /// How long two trails run on one line in opposite directions, when they
 /// do for 2 units or more.
 fn opposite_run(a: &Trail, b: &Trail) -> Option<f64> {
-    let mut longest: f64 = 0.0;
-    for s in a.points.windows(2) {
-        for t in b.points.windows(2) {
-            let (da, db) = (dir(s[0], s[1]), dir(t[0], t[1]));
-            if da.0 * db.0 + da.1 * db.1 > -0.5 {
-                continue;
-            }
-            longest = longest.max(shared(s[0], s[1], t[0], t[1]));
-        }
-    }
-    (longest >= 2.0).then_some(longest)
-}
-
-fn dir(a: Point, b: Point) -> (f64, f64) {
-    let (dx, dy) = (b.x - a.x, b.y - a.y);
-    let l = (dx * dx + dy * dy).sqrt().max(1e-9);
-    (dx / l, dy / l)
-}
-
-/// How long two axis-parallel segments lie on each other (within 1.5 units).
-fn shared(a0: Point, a1: Point, b0: Point, b1: Point) -> f64 {
-    let span = |p0: f64, p1: f64, q0: f64, q1: f64| (p0.max(p1).min(q0.max(q1)) - p0.min(p1).max(q0.min(q1))).max(0.0);
-    let horiz = |p: Point, q: Point| (p.y - q.y).abs() < 0.5;
-    let vert = |p: Point, q: Point| (p.x - q.x).abs() < 0.5;
-    if horiz(a0, a1) && horiz(b0, b1) && (a0.y - b0.y).abs() < 1.5 {
-        span(a0.x, a1.x, b0.x, b1.x)
-    } else if vert(a0, a1) && vert(b0, b1) && (a0.x - b0.x).abs() < 1.5 {
-        span(a0.y, a1.y, b0.y, b1.y)
-    } else {
-        0.0
-    }
+    let run = super::drawing::opposite_run(&a.points, &b.points);
+    (run >= 2.0).then_some(run)
 }
 
 /// Counts of violations by rule.

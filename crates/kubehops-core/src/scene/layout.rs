@@ -30,7 +30,7 @@ pub const WHAT_IF_OFFSET: f64 = 16.0;
 const MARGIN: f64 = 8.0;
 /// The gap between zone columns, where routes run: wide enough that a
 /// hop between neighbouring columns is longer than its token.
-const GUTTER: f64 = 84.0;
+const GUTTER: f64 = 76.0;
 /// Height of a zone's label strip.
 const ZONE_LABEL: f64 = 36.0;
 const ZONE_PAD: f64 = 12.0;
@@ -38,18 +38,20 @@ const ZONE_PAD: f64 = 12.0;
 const BOX_PAD: f64 = 12.0;
 /// Padding above and below a box's text.
 const BOX_PAD_V: f64 = 12.0;
-/// The narrowest side column (outside, control plane).
-const SIDE_MIN_W: f64 = 170.0;
+/// The narrowest and the widest side column (outside, control plane):
+/// longer names and phrases wrap.
+const SIDE_MIN_W: f64 = 176.0;
+const SIDE_MAX_W: f64 = 212.0;
 /// Space at the left of the cluster zone for the cluster network's bus.
 const BUS_W: f64 = 34.0;
 /// A node card's header: its name and address, then the strip where a
 /// packet the node only routes runs.
-const NODE_HEADER: f64 = 62.0;
+const NODE_HEADER: f64 = 76.0;
 /// How far above the panel a routed packet runs.
-const STRIP_ABOVE_PANEL: f64 = 16.0;
+const STRIP_ABOVE_PANEL: f64 = 24.0;
 /// The size of a node's junction, where it routes.
 const JUNCTION_W: f64 = 28.0;
-const JUNCTION_H: f64 = 26.0;
+const JUNCTION_H: f64 = 40.0;
 const NODE_GAP: f64 = 22.0;
 const POD_GAP: f64 = 10.0;
 /// The kube-proxy panel: title, then rows.
@@ -57,10 +59,10 @@ pub const PANEL_TITLE: f64 = 26.0;
 pub const PANEL_ROW: f64 = 23.0;
 const PANEL_ROWS_MIN: usize = 4;
 /// The panel's width: a rule row's longest usual text.
-const PANEL_W: f64 = 300.0;
+const PANEL_W: f64 = 290.0;
 /// The gap between a node's kube-proxy panel and its Pods, where a packet
 /// crosses the Pod's veth: longer than a token.
-const POD_LANE: f64 = 112.0;
+const POD_LANE: f64 = 104.0;
 const POD_MIN_W: f64 = 160.0;
 const BOX_GAP_MIN: f64 = 30.0;
 /// Above this many nodes, only featured ones get a card; the rest share
@@ -156,9 +158,12 @@ pub struct NodeCard {
 
 impl NodeCard {
     /// The node's junction: where a packet the node only routes (no rule
-    /// rewrites it) passes, at the head of the Pod lane.
+    /// rewrites it) passes, on the strip above the middle of its panel,
+    /// so that routes to it from the bus and from the Pods are long
+    /// enough to see a token move.
     pub fn junction(&self) -> Rect {
-        Rect { x: self.lane_x - JUNCTION_W / 2.0, y: self.strip_y - JUNCTION_H / 2.0, w: JUNCTION_W, h: JUNCTION_H }
+        let x = self.panel.x + self.panel.w * 0.55;
+        Rect { x: x - JUNCTION_W / 2.0, y: self.strip_y - JUNCTION_H / 2.0, w: JUNCTION_W, h: JUNCTION_H }
     }
 
     /// How many rule rows the panel holds.
@@ -357,7 +362,7 @@ impl Layout {
             columns.push(Column { zone: *z, rect, actors: members.iter().map(|a| a.id).collect() });
             x += w + GUTTER;
         }
-        let width = x - GUTTER + MARGIN;
+        let width = (x - GUTTER + MARGIN).max(320.0);
         Layout { width, height, columns, boxes, nodes, groups, bus_x }
     }
 
@@ -477,11 +482,16 @@ impl Layout {
     /// A hop's route with its ends at these ports.
     pub fn hop_route_at(&self, h: &Hop, fp: Port, tp: Port) -> Vec<Point> {
         let r = self.route_at(h.from, fp, h.to, tp, h.leg);
-        if h.what_if {
-            offset(&r, WHAT_IF_OFFSET)
-        } else {
-            r
+        let mut r = if h.what_if { offset(&r, WHAT_IF_OFFSET) } else { r };
+        // A route into a row arrives inside the row, whatever its offset.
+        if let (Port::Row(_), Some(row), n) = (tp, self.target_at(h.to, tp), r.len()) {
+            if n >= 2 && (r[n - 1].y - r[n - 2].y).abs() < 0.5 {
+                let y = r[n - 1].y.clamp(row.y + 6.0, row.bottom() - 6.0);
+                r[n - 1].y = y;
+                r[n - 2].y = y;
+            }
         }
+        r
     }
 
     fn end(&self, id: ActorId, port: Port) -> Option<End> {
@@ -555,11 +565,12 @@ impl Layout {
 
     /// A Pod and its own node: straight across the lane into the panel
     /// (at the Pod's height, or jogging in the lane to a row's), or, when
-    /// the node only routes, up the lane to its junction.
+    /// the node only routes, up the lane and along the strip to its
+    /// junction.
     fn pod_to_own_node(&self, n: &NodeCard, pod: Rect, node: &End) -> Vec<Point> {
         let py = pod.center().y;
         match node.port {
-            Port::Route => dedup(vec![pt(pod.x, py), pt(n.lane_x, py), pt(n.lane_x, node.rect.bottom())]),
+            Port::Route => dedup(vec![pt(pod.x, py), pt(n.lane_x, py), pt(n.lane_x, n.strip_y), pt(node.rect.right(), n.strip_y)]),
             Port::Row(_) if node.rect != n.panel => {
                 let y = node.rect.center().y;
                 dedup(vec![pt(pod.x, py), pt(n.lane_x, py), pt(n.lane_x, y), pt(node.rect.right(), y)])
@@ -572,7 +583,8 @@ impl Layout {
     }
 
     /// Turns a route that ends at a node's junction into one that ends
-    /// on a Pod of that node: through the junction and down the lane.
+    /// on a Pod of that node: through the junction, along the strip and
+    /// down the lane.
     fn down_the_lane(&self, mut path: Vec<Point>, card: &NodeCard, pod: Rect) -> Vec<Point> {
         if path.len() < 2 {
             return path;
@@ -642,13 +654,13 @@ struct Sizes {
 impl Sizes {
     fn measure(actors: &[Actor], shown_nodes: &[ActorId], shown_pods: &std::collections::BTreeMap<ActorId, (Vec<ActorId>, Vec<ActorId>)>) -> Sizes {
         use super::text::{balancer_width, component_lines, pod_lines, Role};
-        let label_room = SIDE_MIN_W - 2.0 * (ZONE_PAD + BOX_PAD);
+        let label_room = SIDE_MAX_W - 2.0 * (ZONE_PAD + BOX_PAD);
         let need = |a: &Actor| match a.kind {
             ActorKind::LoadBalancer => balancer_width(a),
             _ => component_lines(a, label_room).iter().map(|l| l.width()).fold(0.0, f64::max),
         };
         let side = |z: Zone| actors.iter().filter(|a| a.zone == z && a.parent.is_none() && a.kind != ActorKind::Node).map(need).fold(0.0, f64::max);
-        let side_w = |z: Zone| (side(z) + 2.0 * (ZONE_PAD + BOX_PAD)).max(SIDE_MIN_W).ceil();
+        let side_w = |z: Zone| (side(z) + 2.0 * (ZONE_PAD + BOX_PAD)).clamp(SIDE_MIN_W, SIDE_MAX_W).ceil();
         let shown: Vec<&Actor> = shown_pods.values().flat_map(|(s, _)| s.iter()).filter_map(|p| actors.get(p.index())).collect();
         let pod_text = shown.iter().flat_map(|a| pod_lines(a, false).into_iter().chain(pod_lines(a, true))).map(|l| l.width()).fold(0.0, f64::max);
         let pod_w = (pod_text + 2.0 * BOX_PAD).max(POD_MIN_W).ceil();

@@ -259,7 +259,7 @@ mod tests {
         let node = h.packet.as_ref().and_then(|p| p.decided_on).unwrap();
         // While the hop plays (i hops done) and when it has arrived.
         for (progress, done) in [(i as f64 + 0.5, i), ((i + 1) as f64, i + 1)] {
-            let f = Frame { step: k, progress, done, current: Some(i), token: None, view: done };
+            let f = Frame { step: k, progress, done, current: Some(i), view: done };
             let panel = rules_panel(&s, &f, Some(node));
             assert!(panel.services.ends_with("kube-dns"), "{}", panel.services);
             assert!(panel.lines.iter().any(|l| l.hit && l.text.contains("kube-system/kube-dns:dns cluster IP")), "{:?}", panel.lines);

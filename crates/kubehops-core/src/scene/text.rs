@@ -126,12 +126,29 @@ pub fn label_lines(label: &str, room: f64) -> Vec<String> {
     }
 }
 
+/// `text` in `role` broken into lines no wider than `room`, at spaces
+/// (a word too long for a line of its own is split as a name is).
+pub fn wrap(text: &str, role: Role, room: f64) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let joined = lines.last().map(|l| format!("{l} {word}"));
+        match joined {
+            Some(j) if role.width(&j) <= room => *lines.last_mut().unwrap_or(&mut String::new()) = j,
+            _ if role.width(word) > room => lines.extend(label_lines(word, room)),
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
 /// What a component's box says, top to bottom: its name (one or two
-/// lines), its address and what it does.
+/// lines), its address (or what it is, in a few words) and what it does.
 pub fn component_lines(a: &Actor, room: f64) -> Vec<Line> {
     let mut out: Vec<Line> = label_lines(&a.label, room).into_iter().map(|l| Line::new(l, Role::Label)).collect();
     if !a.sublabel.is_empty() {
-        out.push(Line::new(a.sublabel.clone(), Role::Mono));
+        // An address in monospace; a phrase in the quiet face, wrapped.
+        let role = if a.sublabel.contains(' ') { Role::Muted } else { Role::Mono };
+        out.extend(wrap(&a.sublabel, role, room).into_iter().map(|l| Line::new(l, role)));
     }
     if let Some(r) = role_of(a.kind) {
         out.push(Line::new(r, Role::Muted));
@@ -198,6 +215,15 @@ mod tests {
         assert_eq!(label_lines("mydb.example.com", 100.0), vec!["mydb.", "example.com"]);
         assert_eq!(label_lines("Laptop (Docker Engine)", 120.0), vec!["Laptop", "(Docker Engine)"]);
         assert_eq!(label_lines("API server", 160.0), vec!["API server"]);
+    }
+
+    #[test]
+    fn wrapping_keeps_every_word_and_each_line_fits() {
+        let t = "metallb-system, watches LoadBalancer Services";
+        let lines = wrap(t, Role::Muted, 150.0);
+        assert!(lines.len() > 1);
+        assert_eq!(lines.join(" "), t);
+        assert!(lines.iter().all(|l| Role::Muted.width(l) <= 150.0), "{lines:?}");
     }
 
     #[test]
