@@ -619,8 +619,10 @@ fn node_card(s: &Scenario, layout: &Layout, f: &Frame, node: &Actor, active: boo
     let pods: Vec<&Actor> = s.actors.iter().filter(|a| a.parent == Some(node.id) && layout.has_box(a.id)).collect();
     let view = st.and_then(|st| st.views.get(f.view));
     if pods.is_empty() {
-        let svc = st.and_then(|st| st.views.first()).and_then(|v| v.kubectl.rows.get(1)).and_then(|r| r.first().cloned()).unwrap_or_default();
-        let text = if svc.is_empty() { "no Pods".to_string() } else { format!("no {svc} Pod") };
+        let text = match view.and_then(|v| v.services.first()) {
+            Some(svc) => format!("no {} Pod", svc.name),
+            None => "no Pods".to_string(),
+        };
         let mut e = Group::new(format!("nopods-{}", node.id.0), "kh-pod empty", Owner::Part);
         e.shapes.push(Shape::new(card.pods, 8.0, ""));
         e.texts = stack_centred(&[Line::new(text, Role::Muted)], card.pods);
@@ -766,9 +768,12 @@ fn panel(s: &Scenario, f: &Frame, card: &NodeCard) -> Group {
     g.shapes.push(Shape::new(p, 8.0, ""));
     g.texts.push(Text::new(p.x + 10.0, p.y + 18.0, Anchor::Start, vec![Span::new("kube-proxy · iptables", Role::PanelTitle)], p));
     if rows.is_empty() {
-        let svc = st.and_then(|st| st.views.first()).and_then(|v| v.kubectl.rows.get(1)).and_then(|r| r.first().cloned()).unwrap_or_default();
-        let text = if svc.is_empty() { "no rules".to_string() } else { format!("no rules for {svc}") };
-        g.texts.push(Text::new(p.x + 10.0, p.y + 44.0, Anchor::Start, vec![Span::new(text, Role::Muted)], p));
+        let inner = Rect { x: p.x + 10.0, w: p.w - 20.0, ..p };
+        let mut y = p.y + 44.0;
+        for line in no_rules(view, now).iter().flat_map(|t| super::text::wrap(t, Role::Muted, inner.w)) {
+            g.texts.push(Text::new(inner.x, y, Anchor::Start, vec![Span::new(line, Role::Muted)], p));
+            y += Role::Muted.leading();
+        }
         return g;
     }
     let room = card.rows();
@@ -784,6 +789,28 @@ fn panel(s: &Scenario, f: &Frame, card: &NodeCard) -> Group {
         g.children.push(m);
     }
     g
+}
+
+/// Why a panel shows no rule: its node's rules are not computed yet, or
+/// the Service in focus has no virtual address (headless, ExternalName),
+/// or kube-proxy writes nothing for it here.
+fn no_rules(view: Option<&View>, node: Option<&NodeView>) -> Vec<String> {
+    use crate::sim::ServiceShape;
+    if node.is_some_and(|n| !n.synced) {
+        return vec!["rules not computed yet: no packet has reached this node".into()];
+    }
+    let services = view.map_or(&[][..], |v| v.services.as_slice());
+    if services.is_empty() {
+        return vec!["no rules".into()];
+    }
+    services
+        .iter()
+        .map(|s| match &s.shape {
+            ServiceShape::Headless => format!("no rules for {}: headless, no virtual IP", s.name),
+            ServiceShape::ExternalName(to) => format!("no rules for {}: only a DNS name for {to}", s.name),
+            ServiceShape::Virtual => format!("no rules for {}", s.name),
+        })
+        .collect()
 }
 
 fn row_group(node: ActorId, i: usize, row: &Row, r: Rect) -> Group {

@@ -29,7 +29,7 @@ pub use host::{HostNet, Neighbour, NeighbourState, Route};
 pub use network::{Dial, Outcome};
 pub use outside::{Internet, Site};
 pub use snapshot::{DataplaneSnapshot, HostSnapshot, NodeSnapshot, PodSnapshot};
-pub use view::{BalancerView, ConntrackLine, HostView, KubectlTable, NodeView, RuleLine, RuleSummary, View};
+pub use view::{BalancerView, ConntrackLine, FocusService, HostView, KubectlTable, NodeView, RuleLine, RuleSummary, ServiceShape, View};
 
 use crate::api::server::{ApiError, ApiServer};
 use crate::api::{ObjectRef, Service, ServiceType};
@@ -370,7 +370,20 @@ impl World {
             .filter_map(|p| self.actors.iter().find(|a| a.kind.is_pod() && a.object.as_ref().is_some_and(|o| o.namespace == p.namespace && o.name == p.name)).map(|a| a.id))
             .collect();
         let hosts = self.hosts.iter().map(|h| self.host_view(h)).collect();
-        View { clock: self.clock, kubectl: self.kubectl_get_svc(), nodes, balancers, not_ready, hosts }
+        let services = self
+            .focus
+            .iter()
+            .filter_map(|f| self.api.service(&f.namespace, &f.name))
+            .map(|s| {
+                let shape = match (&s.spec.type_, s.spec.headless, &s.spec.external_name) {
+                    (crate::api::ServiceType::ExternalName, _, name) => ServiceShape::ExternalName(name.clone().unwrap_or_default()),
+                    (_, true, _) => ServiceShape::Headless,
+                    _ => ServiceShape::Virtual,
+                };
+                FocusService { name: s.name.clone(), shape }
+            })
+            .collect();
+        View { clock: self.clock, kubectl: self.kubectl_get_svc(), nodes, balancers, not_ready, hosts, services }
     }
 
     fn host_view(&self, h: &HostNet) -> HostView {

@@ -160,6 +160,26 @@ pub struct HostView {
     pub neighbours: Vec<String>,
 }
 
+/// What a Service in focus is, as far as the canvas draws it: a virtual
+/// address the rules catch, no address at all (headless), or a name that
+/// points outside (ExternalName).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ServiceShape {
+    /// It has a cluster IP, and kube-proxy writes rules for it.
+    Virtual,
+    /// `clusterIP: None`: no virtual address; DNS answers with the Pods.
+    Headless,
+    /// Only a CNAME to this name; no address, no rules.
+    ExternalName(String),
+}
+
+/// A Service in focus, typed for the canvas.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FocusService {
+    pub name: String,
+    pub shape: ServiceShape,
+}
+
 /// What the panels show at one moment.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct View {
@@ -174,6 +194,9 @@ pub struct View {
     /// One per host with a network stack of its own.
     #[serde(default)]
     pub hosts: Vec<HostView>,
+    /// The Services in focus that exist, in focus order.
+    #[serde(default)]
+    pub services: Vec<FocusService>,
 }
 
 impl View {
