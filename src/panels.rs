@@ -6,7 +6,8 @@ use kubehops_core::scene::style::{hop_style, kind_style, KINDS, WHAT_IF_DASH};
 use kubehops_core::dataplane::iptables::TableName;
 use kubehops_core::net::Packet;
 use kubehops_core::scenarios::Value;
-use kubehops_core::sim::{ActorId, Field, Payload, RewriteKind};
+use kubehops_core::scene::transcript::{hop_text, rewrite_tag, RowKind};
+use kubehops_core::sim::{ActorId, Field};
 use leptos::prelude::*;
 
 /// The step's narration under its heading. `folded`: in an embed, the
@@ -58,26 +59,6 @@ pub fn short_label(ctx: Ctx, id: ActorId) -> String {
     ctx.with_scenario(|s| s.actor(id).map(|a| a.short.clone()).unwrap_or_default())
 }
 
-/// What a packet carries, as a line for the hop panel.
-fn payload_line(p: &Payload) -> String {
-    match p {
-        Payload::DnsQuery { .. } => format!("DNS query: {}", p.summary()),
-        Payload::DnsAnswer(_) => format!("DNS answer: {}", p.summary()),
-        Payload::HttpRequest { .. } => format!("HTTP request: {}", p.summary()),
-        Payload::HttpResponse { .. } => format!("HTTP response: {}", p.summary()),
-    }
-}
-
-fn rewrite_tag(k: RewriteKind) -> &'static str {
-    match k {
-        RewriteKind::Dnat => "DNAT",
-        RewriteKind::Snat => "SNAT",
-        RewriteKind::UnDnat => "un-DNAT",
-        RewriteKind::UnSnat => "un-SNAT",
-        RewriteKind::Balancer => "balancer",
-    }
-}
-
 /// An address that may wrap after its colon in a narrow column
 /// (`198.51.100.23:` / `51000`), never inside a number.
 fn address(a: String) -> impl IntoView {
@@ -108,76 +89,72 @@ fn packet_row(label: &'static str, field: Field, before: &Packet, after: &Packet
 pub fn HopDetail() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let p = ctx.player;
-    let body = move || {
+    // The hop on screen told by the core (the transcript's words), and
+    // its packet for the before/after table.
+    let at = Memo::new(move |_| {
         let f = ctx.frame.get();
-        ctx.with_step(|st| {
-            let n = st.hops.len();
-            let Some((i, h)) = f.current.and_then(|i| st.hops.get(i).map(|h| (i, h))) else {
-                return view! { <p class="kh-muted-html">{format!("{n} hops. Press Play, or choose a hop below.")}</p> }.into_any();
-            };
-            let st = hop_style(h);
-            let (class, kind_name) = (st.class, st.name);
-            let (from, to) = (short_label(ctx, h.from), short_label(ctx, h.to));
-            let what_if = what_if_label(ctx);
-            let arp = h.arp.as_ref().map(|a| format!("ARP on {}: {}", a.iface, a.summary()));
-            let packet = h.packet.clone().map(|pk| {
-                let tags = |field: Field| pk.rewrites.iter().filter(|r| r.field == field).map(|r| rewrite_tag(r.kind)).collect::<Vec<_>>();
-                let node = pk.decided_on.map(|n| short_label(ctx, n));
-                let carries = pk.payload.as_ref().map(payload_line);
-                let rules_title = format!("{} rule{} matched on {}", pk.matched.len(), if pk.matched.len() == 1 { "" } else { "s" }, node.clone().unwrap_or_default());
-                let reach = (!pk.could_reach.is_empty()).then(|| {
-                    format!("The rules could have sent it to: {}.", pk.could_reach.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", "))
-                });
-                view! {
-                    <table class="kh-packet">
-                        <caption class="kh-sr">"Packet addresses before and after this hop"</caption>
-                        <thead><tr><th></th><th scope="col">"arrived"</th><th scope="col">"leaves as"</th></tr></thead>
-                        <tbody>
-                            {packet_row("source", Field::Source, &pk.before, &pk.after, tags(Field::Source))}
-                            {packet_row("destination", Field::Destination, &pk.before, &pk.after, tags(Field::Destination))}
-                        </tbody>
-                    </table>
-                    {carries.map(|c| view! { <p class="kh-note kh-carries">{c}</p> })}
-                    {pk.by_conntrack.then(|| {
-                        let note = if pk.rewrites.is_empty() {
-                            "conntrack knows the connection: no rule is walked, and nothing needed rewriting."
-                        } else {
-                            "Rewritten by conntrack, not by the rules: the connection is already known."
-                        };
-                        view! { <p class="kh-note">{note}</p> }
-                    })}
-                    {reach.map(|r| view! { <p class="kh-note">{r}</p> })}
-                    {(!pk.matched.is_empty()).then(|| view! {
-                        <details class="kh-rules">
-                            <summary>{rules_title}</summary>
-                            <ol>{pk.matched.iter().map(|m| view! { <li>{table_tag(m.table)}<code>{m.text.clone()}</code></li> }).collect_view()}</ol>
-                        </details>
-                    })}
-                }
-            });
-            view! {
-                <div class=format!("kh-hop kh-{class}")>
-                    <p class="kh-hop-head">
-                        <span class="kh-kind">{kind_name}</span>
-                        {h.what_if.then(|| view! { <span class="kh-kind kh-whatif-tag">{what_if.clone()}</span> })}
-                        <strong>{format!("Hop {} of {n}:", i + 1)}</strong>
-                        {(h.from != h.to).then(|| view! {
-                            <span class="kh-hop-route">
-                                <span>{from.clone()}</span>
-                                <span aria-hidden="true">"→"</span>
-                                <span class="kh-sr">" to "</span>
-                                <span>{to.clone()}</span>
-                            </span>
-                        })}
-                        {(h.from == h.to).then(|| view! { <span class="kh-hop-route"><span>{format!("on {from}")}</span></span> })}
-                    </p>
-                    <p>{h.detail.clone()}</p>
-                    {arp.map(|a| view! { <p class="kh-note kh-carries">{a}</p> })}
-                    {packet}
-                </div>
-            }
-            .into_any()
+        (f.step, f.current)
+    });
+    let told = Memo::new(move |_| {
+        let (step, current) = at.get();
+        ctx.with_scenario(|s| {
+            let st = s.steps.get(step)?;
+            let i = current?;
+            let h = st.hops.get(i)?;
+            Some((hop_text(s, i, h), h.packet.clone(), hop_style(h).class, st.hops.len()))
         })
+    });
+    let body = move || {
+        let Some((t, packet, class, n)) = told.get() else {
+            let n = ctx.with_step(|st| st.hops.len()).unwrap_or(0);
+            return view! { <p class="kh-muted-html">{format!("{n} hops. Press Play, or choose a hop below.")}</p> }.into_any();
+        };
+        let what_if = what_if_label(ctx);
+        let table = packet.map(|pk| {
+            let tags = |field: Field| pk.rewrites.iter().filter(|r| r.field == field).map(|r| rewrite_tag(r.kind)).collect::<Vec<_>>();
+            view! {
+                <table class="kh-packet">
+                    <caption class="kh-sr">"Packet addresses before and after this hop"</caption>
+                    <thead><tr><th></th><th scope="col">"arrived"</th><th scope="col">"leaves as"</th></tr></thead>
+                    <tbody>
+                        {packet_row("source", Field::Source, &pk.before, &pk.after, tags(Field::Source))}
+                        {packet_row("destination", Field::Destination, &pk.before, &pk.after, tags(Field::Destination))}
+                    </tbody>
+                </table>
+            }
+        });
+        let rows = t.rows.into_iter().filter(|r| !matches!(r.kind, RowKind::Wire | RowKind::Arrived)).map(|r| match r.kind {
+            RowKind::Rules => view! {
+                <details class="kh-rules">
+                    <summary>{r.text}</summary>
+                    <ol>{r.items.into_iter().map(|m| view! { <li><code>{m}</code></li> }).collect_view()}</ol>
+                </details>
+            }.into_any(),
+            RowKind::Carries | RowKind::Arp => view! { <p class="kh-note kh-carries">{r.text}</p> }.into_any(),
+            _ => view! { <p class="kh-note">{format!("{}.", r.text)}</p> }.into_any(),
+        }).collect_view();
+        view! {
+            <div class=format!("kh-hop kh-{class}")>
+                <p class="kh-hop-head">
+                    <span class="kh-kind">{t.kind_name.clone()}</span>
+                    {t.what_if.then(|| view! { <span class="kh-kind kh-whatif-tag">{what_if.clone()}</span> })}
+                    <strong>{format!("Hop {} of {n}:", t.number)}</strong>
+                    {(t.from != t.to).then(|| view! {
+                        <span class="kh-hop-route">
+                            <span>{t.from_name.clone()}</span>
+                            <span aria-hidden="true">"→"</span>
+                            <span class="kh-sr">" to "</span>
+                            <span>{t.to_name.clone()}</span>
+                        </span>
+                    })}
+                    {(t.from == t.to).then(|| view! { <span class="kh-hop-route"><span>{format!("on {}", t.from_name)}</span></span> })}
+                </p>
+                <p>{t.detail.clone()}</p>
+                {table}
+                {rows}
+            </div>
+        }
+        .into_any()
     };
     let hop_list = move || {
         let f = ctx.frame.get();

@@ -82,6 +82,7 @@ pub fn caption(s: &Scenario, step: usize, current: Option<usize>) -> Caption {
             Caption { head: format!("Hop {} of {n} · {}{what_if}", i + 1, kind_name(h)), text: h.detail.clone() }
         }
         None if n == 0 => Caption { head: format!("Step {} of {} · {}", step + 1, s.steps.len(), st.title), text: "Nothing moves in this step: read what it says, then go on with →.".into() },
+        None if step == 0 => Caption { head: format!("Step 1 of {} · {}", s.steps.len(), st.title), text: intro(s, n) },
         None => {
             let first = &st.hops[0];
             let who = if first.from == first.to { format!("on {}", short(s, first.from)) } else { format!("from {} to {}", short(s, first.from), short(s, first.to)) };
@@ -91,6 +92,27 @@ pub fn caption(s: &Scenario, step: usize, current: Option<usize>) -> Caption {
             }
         }
     }
+}
+
+/// What the first screen says: what the picture shows, column by column
+/// as the scenario has them, and what to press.
+fn intro(s: &Scenario, hops: usize) -> String {
+    use crate::sim::Zone;
+    let has = |z: Zone| s.actors.iter().any(|a| a.zone == z);
+    let mut parts = Vec::new();
+    if has(Zone::Outside) {
+        parts.push("what is outside the cluster on the left");
+    }
+    if has(Zone::ControlPlane) {
+        parts.push("its control plane");
+    }
+    parts.push("each node with the rules its kube-proxy holds and its Pods");
+    let what = match parts.as_slice() {
+        [one] => one.to_string(),
+        [init @ .., last] => format!("{}, then {last}", init.join(", ")),
+        [] => String::new(),
+    };
+    format!("The picture is the cluster: {what}. Press Play or Space to watch this step's {hops} hop{} one by one; → opens the next step.", if hops == 1 { "" } else { "s" })
 }
 
 /// A file name for the frame, without its extension:

@@ -378,10 +378,12 @@ pub fn ports(st: &Step, layout: &Layout, i: usize) -> (Port, Port) {
     let to = match layout.node_card(h.to) {
         Some(card) if h.packet.is_some() => match next_of(st, i) {
             Some(n) if !decided_here(n, h.to) => Port::Route,
-            _ => {
+            next => {
                 let dst = h.packet.as_ref().map(|p| p.after.dst);
                 let node = view.and_then(|v| v.node(h.to));
-                dst.and_then(|d| node.and_then(|n| row_of_address(n, d, card))).map_or(Port::Panel, Port::Row)
+                // The rows as the panel shows them when the node's rules act.
+                let hit: Vec<usize> = next.and_then(|n| n.packet.as_ref()).filter(|p| p.decided_on == Some(h.to)).map(|p| p.matched.iter().map(|m| m.line).collect()).unwrap_or_default();
+                dst.and_then(|d| node.and_then(|n| row_of_address(n, d, card, &hit))).map_or(Port::Panel, Port::Row)
             }
         },
         _ => Port::Panel,
@@ -390,10 +392,12 @@ pub fn ports(st: &Step, layout: &Layout, i: usize) -> (Port, Port) {
 }
 
 /// The row of a node's panel that shows the virtual address `dst`.
-fn row_of_address(n: &NodeView, dst: SockAddr, card: &NodeCard) -> Option<usize> {
-    let rows = panel_rows(Some(n), None, &[]);
+fn row_of_address(n: &NodeView, dst: SockAddr, card: &NodeCard, hit: &[usize]) -> Option<usize> {
+    let rows = panel_rows(Some(n), None, hit);
+    let room = card.rows();
+    let (rows, shown) = if rows.len() > room { (lit_first(rows), room - 1) } else { let k = rows.len(); (rows, k) };
     let i = rows.iter().position(|r| r.aims == Some(Aim::Addr(dst)) || r.aims == Some(Aim::Port(dst.port)))?;
-    (i < card.rows()).then_some(i)
+    (i < shown).then_some(i)
 }
 
 /// The route hop `i` is drawn on.
@@ -778,6 +782,9 @@ fn panel(s: &Scenario, f: &Frame, card: &NodeCard) -> Group {
     }
     let room = card.rows();
     let shown = if rows.len() > room { room - 1 } else { rows.len() };
+    // Where not every row fits, the rows the hop on screen matched (and
+    // those it changed) come first, so the lit rule is always on screen.
+    let rows = if rows.len() > room { lit_first(rows) } else { rows };
     for (i, row) in rows.iter().take(shown).enumerate() {
         g.children.push(row_group(id, i, row, card.row(i)));
     }
@@ -789,6 +796,14 @@ fn panel(s: &Scenario, f: &Frame, card: &NodeCard) -> Group {
         g.children.push(m);
     }
     g
+}
+
+/// The rows that are lit (hit, added, removed) first, each group in its
+/// own order.
+fn lit_first(rows: Vec<Row>) -> Vec<Row> {
+    let (mut lit, rest): (Vec<Row>, Vec<Row>) = rows.into_iter().partition(|r| r.hit || r.added || r.removed);
+    lit.extend(rest);
+    lit
 }
 
 /// Why a panel shows no rule: its node's rules are not computed yet, or
@@ -889,15 +904,16 @@ fn pill(style: KindStyle, dropped: bool) -> Pill {
     Pill { w: (Role::CardHead.width(label) + 18.0).ceil(), h: PILL_H, label }
 }
 
+/// A rewrite's tag on the card and the class that colours it.
 fn tag(kind: crate::sim::RewriteKind) -> (&'static str, &'static str) {
     use crate::sim::RewriteKind::*;
-    match kind {
-        Dnat => ("DNAT", "kh-rw-dnat"),
-        Snat => ("SNAT", "kh-rw-snat"),
-        UnDnat => ("un-DNAT", "kh-rw-undo"),
-        UnSnat => ("un-SNAT", "kh-rw-undo"),
-        Balancer => ("balancer", "kh-rw-lb"),
-    }
+    let class = match kind {
+        Dnat => "kh-rw-dnat",
+        Snat => "kh-rw-snat",
+        UnDnat | UnSnat => "kh-rw-undo",
+        Balancer => "kh-rw-lb",
+    };
+    (super::transcript::rewrite_tag(kind), class)
 }
 
 /// A short phrase for why a packet went no further.

@@ -122,6 +122,17 @@ pub fn rewrite_name(k: RewriteKind) -> &'static str {
     }
 }
 
+/// A rewrite's short tag, beside an address (`DNAT`, `balancer`).
+pub fn rewrite_tag(k: RewriteKind) -> &'static str {
+    match k {
+        RewriteKind::Dnat => "DNAT",
+        RewriteKind::Snat => "SNAT",
+        RewriteKind::UnDnat => "un-DNAT",
+        RewriteKind::UnSnat => "un-SNAT",
+        RewriteKind::Balancer => "balancer",
+    }
+}
+
 fn field_name(f: Field) -> &'static str {
     match f {
         Field::Source => "source",
