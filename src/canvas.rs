@@ -34,10 +34,12 @@ fn observe_size(el: NodeRef<leptos::svg::Svg>, size: RwSignal<(f64, f64)>) {
         let measure = {
             let svg = svg.clone();
             move || {
+                // The observer outlives a canvas that is taken down (a
+                // transcript still, a scenario switch): its signal may be gone.
                 let r = svg.get_bounding_client_rect();
                 let now = (r.width().round(), r.height().round());
-                if now.0 > 0.0 && now != size.get_untracked() {
-                    size.set(now);
+                if now.0 > 0.0 && size.try_get_untracked().is_some_and(|was| was != now) {
+                    let _ = size.try_set(now);
                 }
             }
         };
@@ -111,15 +113,17 @@ pub fn Canvas() -> impl IntoView {
     // On a page (not in an embed or presenting, where the canvas fills
     // the room it is given), the canvas is as tall as the core asks for
     // its width.
+    // Set through the CSS object model (`style:`), which the page's
+    // Content-Security-Policy allows; a style attribute it would refuse.
     let height = move || {
         let embedded = ctx.player.display.with(|d| d.embed);
-        if embedded || presenting() || ctx.figure > 0 {
-            return String::new();
+        if embedded || presenting() {
+            return None;
         }
         let (w, _) = size.get();
         let world = ctx.layout.with(|l| l.world());
         let max = window().inner_height().ok().and_then(|v| v.as_f64()).unwrap_or(900.0) * 0.72;
-        format!("height: {}px", fixed(camera::page_height(world, if w > 0.0 { w } else { 960.0 }, max), 0))
+        Some(format!("{}px", fixed(camera::page_height(world, if w > 0.0 { w } else { 960.0 }, max), 0)))
     };
     let description = move || ctx.with_scenario(|s| kubehops_core::scene::describe::frame_label(s, &ctx.frame.get()));
     view! {
@@ -127,7 +131,7 @@ pub fn Canvas() -> impl IntoView {
             <svg
                 node_ref=svg_ref
                 viewBox=move || cam.get().view_box()
-                style=height
+                style:height=height
                 role="img"
                 aria-label=description
                 preserveAspectRatio="xMidYMid meet"
@@ -190,8 +194,15 @@ fn Caption() -> impl IntoView {
         let (step, current, _) = at.get();
         ctx.with_scenario(|s| kubehops_core::scene::describe::caption(s, step, current))
     });
+    // The hop on screen as `3/6` (`0/6` before the step plays), for tests
+    // and scripts; the words are the caption's.
+    let hop = move || {
+        let (step, current, _) = at.get();
+        let n = ctx.with_scenario(|s| s.steps.get(step).map_or(0, |st| st.hops.len()));
+        format!("{}/{n}", current.map_or(0, |i| i + 1))
+    };
     view! {
-        <figcaption class="kh-status" aria-hidden="true">
+        <figcaption class="kh-status" aria-hidden="true" data-hop=hop>
             <span class="kh-status-head">{move || caption.with(|c| c.head.clone())}</span>
             " "
             <span class="kh-status-text">{move || caption.with(|c| c.text.clone())}</span>

@@ -207,8 +207,9 @@ pub fn connect_host(player: Player) {
 /// when it changes: on resize, and after each change of step or scenario.
 fn watch_height(player: Player, parent: web_sys::Window) {
     let last = StoredValue::new(0u32);
+    let layout = expect_context::<Ctx>().layout;
     let measure = move || {
-        let Some(h) = preferred_height() else { return };
+        let Some(h) = preferred_height(layout) else { return };
         if h != last.get_value() {
             last.set_value(h);
             send(&parent, &player.display.get_untracked(), &Event::Height(h));
@@ -223,18 +224,16 @@ fn watch_height(player: Player, parent: web_sys::Window) {
     });
 }
 
-/// The canvas at the frame's width, plus what is around it now, plus the
-/// narration that does not fit.
-fn preferred_height() -> Option<u32> {
+/// The canvas the drawing wants at the frame's width, plus what is around
+/// it now, plus the narration that does not fit.
+fn preferred_height(layout: Memo<kubehops_core::scene::Layout>) -> Option<u32> {
     let doc = document();
     let svg = doc.query_selector(".kh-canvas svg").ok().flatten()?;
-    let vb = svg.get_attribute("viewBox")?;
-    let mut nums = vb.split(' ').filter_map(|n| n.parse::<f64>().ok()).skip(2);
-    let (vw, vh) = (nums.next()?, nums.next()?);
+    let world = layout.try_with_untracked(|l| l.world())?;
     let r = svg.get_bounding_client_rect();
     let frame_h = window().inner_height().ok()?.as_f64()?;
     let overflow = doc.query_selector(".kh-narration").ok().flatten().map_or(0, |n| (n.scroll_height() - n.client_height()).max(0)) as f64;
-    Some(embed::preferred_height(r.width(), vw, vh, frame_h - r.height() + overflow))
+    Some(embed::preferred_height(r.width(), world, frame_h - r.height() + overflow))
 }
 
 /// The embedded page: canvas, controls (as many as `controls=` says) and

@@ -110,7 +110,7 @@ pub fn HopDetail() -> impl IntoView {
             return view! { <p class="kh-muted-html">{format!("{n} hops. Press Play, or choose a hop below.")}</p> }.into_any();
         };
         let what_if = what_if_label(ctx);
-        let table = packet.map(|pk| {
+        let table = packet.clone().map(|pk| {
             let tags = |field: Field| pk.rewrites.iter().filter(|r| r.field == field).map(|r| rewrite_tag(r.kind)).collect::<Vec<_>>();
             view! {
                 <table class="kh-packet">
@@ -123,11 +123,12 @@ pub fn HopDetail() -> impl IntoView {
                 </table>
             }
         });
+        let matched = packet.as_ref().map(|pk| pk.matched.clone()).unwrap_or_default();
         let rows = t.rows.into_iter().filter(|r| !matches!(r.kind, RowKind::Wire | RowKind::Arrived)).map(|r| match r.kind {
             RowKind::Rules => view! {
                 <details class="kh-rules">
                     <summary>{r.text}</summary>
-                    <ol>{r.items.into_iter().map(|m| view! { <li><code>{m}</code></li> }).collect_view()}</ol>
+                    <ol>{matched.iter().map(|m| view! { <li>{table_tag(m.table)}<code>{m.text.clone()}</code></li> }).collect_view()}</ol>
                 </details>
             }.into_any(),
             RowKind::Carries | RowKind::Arp => view! { <p class="kh-note kh-carries">{r.text}</p> }.into_any(),

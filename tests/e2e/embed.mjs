@@ -166,7 +166,8 @@ await test('embed=1 shows only the canvas, the controls and the narration, on ev
 });
 
 await test('controls=full|minimal|none', async () => {
-  const names = async (page) => page.$$eval('.kh-embed button', (bs) => bs.map((b) => b.getAttribute('aria-label') ?? b.textContent.trim()));
+  // The playback controls (the narration's "Read the step" is not one).
+  const names = async (page) => page.$$eval('.kh-embed button:not(.kh-narr-toggle)', (bs) => bs.map((b) => b.getAttribute('aria-label') ?? b.textContent.trim()));
   let { page, errors } = await open('#/nodeport-loadbalancer/2?embed=1&controls=full');
   let n = await names(page);
   for (const want of ['Restart', 'Previous step', 'Play', 'Next step']) check(n.includes(want), `full lacks ${want}: ${n}`);
@@ -427,7 +428,8 @@ await test('presenter mode at 1920×1080 and 3840×2160: the canvas fills the sc
   const fills = async (W, H) => page.evaluate(([W, H]) => {
     const s = document.querySelector('.kh-canvas svg').getBoundingClientRect();
     const c = document.querySelector('.kh-narration').getBoundingClientRect();
-    return { w: s.width, h: s.height, cap: c.height, capTop: c.top, full: s.width >= W - 1 && s.height + c.height >= H - 2 };
+    const hop = document.querySelector('.kh-status').getBoundingClientRect();
+    return { w: s.width, h: s.height, cap: c.height + hop.height, capTop: hop.top, full: s.width >= W - 1 && s.height + hop.height + c.height >= H - 2 };
   }, [W, H]);
   let f = await fills(1920, 1080);
   check(f.full && f.h > 800, `canvas does not fill 1920×1080: ${JSON.stringify(f)}`);

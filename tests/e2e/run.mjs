@@ -174,7 +174,7 @@ await test('keyboard: arrows and Page keys step, Home restarts, End ends the ste
   await page.keyboard.press('PageUp');
   check(await currentStep(page) === 2, 'PageUp did not step back');
   await page.locator('body').press('End');
-  check((await page.textContent('.kh-status')).startsWith('6/6') && await playing(page) === 'false', 'End did not show the end of step 2');
+  check((await page.getAttribute('.kh-status', 'data-hop')).startsWith('6/6') && await playing(page) === 'false', 'End did not show the end of step 2');
   await page.locator('body').press('Home');
   check(await currentStep(page) === 1, 'Home did not restart');
   const was = await playing(page);
@@ -188,7 +188,7 @@ await test('keyboard: arrows and Page keys step, Home restarts, End ends the ste
 
 await test('keyboard: . and , (and ] and [) step one hop, pausing, across steps', async () => {
   const { page } = await open('#/nodeport-loadbalancer/2/2');
-  const status = () => page.textContent('.kh-status');
+  const status = () => page.getAttribute('.kh-status', 'data-hop');
   await page.keyboard.press('.');
   check((await status()).startsWith('3/6') && await playing(page) === 'false', `. should show hop 3, paused: ${await status()}`);
   await page.keyboard.press(']');
@@ -237,18 +237,18 @@ await test('keyboard: Space, Home and End stay with focused elements; shortcuts 
   await scrolled('end', 'End did not scroll the rules list');
   await page.keyboard.press('Home');
   await scrolled('top', 'Home did not scroll the rules list back to its top');
-  check(await currentStep(page) === 2 && (await page.textContent('.kh-status')).startsWith('2/6'), 'Home/End in the list moved the player');
+  check(await currentStep(page) === 2 && (await page.getAttribute('.kh-status', 'data-hop')).startsWith('2/6'), 'Home/End in the list moved the player');
   await page.keyboard.press('Space');
   check(await playing(page) === 'false', 'Space in the rules list started playback');
   // Arrows and hop keys still work from there.
   await page.keyboard.press('.');
-  check((await page.textContent('.kh-status')).startsWith('3/6'), '. did not work with the list focused');
+  check((await page.getAttribute('.kh-status', 'data-hop')).startsWith('3/6'), '. did not work with the list focused');
   // In the speed select, keys are the select's own…
   const speed = page.getByRole('combobox', { name: 'Speed' });
   await speed.focus();
   await page.keyboard.press('ArrowRight');
   await page.keyboard.press('.');
-  check(await currentStep(page) === 2 && (await page.textContent('.kh-status')).startsWith('3/6'), 'keys in the select moved the player');
+  check(await currentStep(page) === 2 && (await page.getAttribute('.kh-status', 'data-hop')).startsWith('3/6'), 'keys in the select moved the player');
   // …except a clicker's Page keys, which still step.
   const before = await speed.inputValue();
   await page.keyboard.press('PageDown');
@@ -283,7 +283,7 @@ await test('speed: a select named "Speed" scales how fast hops play', async () =
 await test('reduced motion: a step opens in its end state, without a moving packet', async () => {
   const { page } = await open('#/nodeport-loadbalancer/2', { reducedMotion: true });
   check(await page.getAttribute('.kh', 'data-playing') === 'false', 'should not animate');
-  check((await page.textContent('.kh-status')).startsWith('6/6'), 'should show the last hop');
+  check((await page.getAttribute('.kh-status', 'data-hop')).startsWith('6/6'), 'should show the last hop');
   await page.close();
 });
 
@@ -299,7 +299,7 @@ await test('a paused hop stays in the link: #/…/4/3 reloads at hop 3', async (
   const { page, errors } = await open('#/nodeport-loadbalancer/4/3');
   const at3 = async (when) => {
     check(await currentStep(page) === 4, `${when}: not on step 4`);
-    check((await page.textContent('.kh-status')).startsWith('3/'), `${when}: status ${await page.textContent('.kh-status')}`);
+    check((await page.getAttribute('.kh-status', 'data-hop')).startsWith('3/'), `${when}: status ${await page.textContent('.kh-status')}`);
     check(await page.getAttribute('.kh-hopbtn[aria-current=true]', 'aria-label').then((l) => l.startsWith('Show hop 3')), `${when}: hop 3 not current`);
     check(page.url().endsWith('#/nodeport-loadbalancer/4/3'), `${when}: hash ${page.url()}`);
   };
@@ -322,11 +322,11 @@ await test('a paused hop stays in the link: #/…/4/3 reloads at hop 3', async (
   await page.goto(`${origin}/#/nodeport-loadbalancer/2/4?seed=42`);
   await page.reload();
   await page.waitForSelector('.kh-node-card');
-  check(page.url().endsWith('#/nodeport-loadbalancer/2/4?seed=42') && (await page.textContent('.kh-status')).startsWith('4/6'), `seeded: ${page.url()}`);
+  check(page.url().endsWith('#/nodeport-loadbalancer/2/4?seed=42') && (await page.getAttribute('.kh-status', 'data-hop')).startsWith('4/6'), `seeded: ${page.url()}`);
   // Editing the hash by hand opens the new position and is not overwritten.
   await page.evaluate(() => { location.hash = '#/nodeport-loadbalancer/5/2'; });
   await page.waitForFunction(() => document.querySelector('.kh').dataset.step === '5');
-  check((await page.textContent('.kh-status')).startsWith('2/') && page.url().endsWith('#/nodeport-loadbalancer/5/2'), `edited: ${page.url()}`);
+  check((await page.getAttribute('.kh-status', 'data-hop')).startsWith('2/') && page.url().endsWith('#/nodeport-loadbalancer/5/2'), `edited: ${page.url()}`);
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
   await page.close();
 });
@@ -335,7 +335,7 @@ await test('a hop past the end of a step shows its end and says so', async () =>
   const { page, errors } = await open('#/nodeport-loadbalancer/2/99');
   const notice = await page.textContent('.kh-notice');
   check(notice.includes('Hop 99 does not exist; step 2 has 6 hops. Showing its end.'), `notice: ${notice}`);
-  check(await currentStep(page) === 2 && (await page.textContent('.kh-status')).startsWith('6/6'), 'should show the end of step 2');
+  check(await currentStep(page) === 2 && (await page.getAttribute('.kh-status', 'data-hop')).startsWith('6/6'), 'should show the end of step 2');
   check(page.url().endsWith('#/nodeport-loadbalancer/2/end'), `hash: ${page.url()}`);
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
   await page.close();
@@ -563,7 +563,7 @@ await test('a seed in the link picks differently and still works', async () => {
   check(await pick(page).isChecked(), 'switch should be on for ?seed=42');
   check((await page.textContent('[data-testid=seed]')).includes('42'), 'seed 42 not shown');
   check((await page.textContent('.kh-hoplist')).includes('DNAT to 10.244.1.5:8080'), 'seed 42 should pick the Pod on Node-1 in step 2');
-  check((await page.textContent('.kh-status')).startsWith('6/6'), 'the step should open at its end');
+  check((await page.getAttribute('.kh-status', 'data-hop')).startsWith('6/6'), 'the step should open at its end');
   check(await page.locator('.kh-notice').count() === 0, 'a good seed should not leave a notice');
   check(page.url().endsWith('#/nodeport-loadbalancer/2/end?seed=42'), `hash: ${page.url()}`);
   // Playing on through the steps works with the seed too.
@@ -743,8 +743,8 @@ await test('explorer: every tab × client × action plays to its end with no con
   for (let i = 0; i < cases.length; i += 4) {
     await Promise.all(cases.slice(i, i + 4).map(async ([tab, client, step]) => {
       const { page, errors } = await playToEnd(`#/service-types/${step}?tab=${tab}&client=${client}`);
-      const status = await page.textContent('.kh-status');
-      const [done, total] = status.split('·')[0].trim().split('/').map(Number);
+      const status = await page.getAttribute('.kh-status', 'data-hop');
+      const [done, total] = status.split('/').map(Number);
       if (!(total > 0 && done === total)) problems.push(`${tab}/${client}/${step}: ended at "${status}"`);
       if (errors.length) problems.push(`${tab}/${client}/${step}: ${errors.join(' | ')}`);
       await page.close();
@@ -858,8 +858,8 @@ await test('lab: every stage plays to its end with no console error, and links o
   for (let step = 1; step <= 10; step++) {
     const { page, errors } = await playToEnd(`#/local-lab/${step}`);
     if (await currentStep(page) !== step) problems.push(`stage ${step}: the link opened step ${await currentStep(page)}`);
-    const status = await page.textContent('.kh-status');
-    const [done, total] = status.split('·')[0].trim().split('/').map(Number);
+    const status = await page.getAttribute('.kh-status', 'data-hop');
+    const [done, total] = status.split('/').map(Number);
     if (!(total > 0 && done === total)) problems.push(`stage ${step}: ended at "${status}"`);
     if (errors.length) problems.push(`stage ${step}: ${errors.join(' | ')}`);
     await page.close();

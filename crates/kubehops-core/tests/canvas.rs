@@ -202,3 +202,19 @@ fn a_node_whose_rules_are_not_computed_never_says_it_has_none() {
         }
     }
 }
+
+#[test]
+fn every_registry_entry_draws_at_every_size_without_panicking() {
+    use kubehops_core::scene::camera::Viewport;
+    for e in REGISTRY.iter() {
+        let s = kubehops_core::scenarios::build_default(e.id).unwrap();
+        let l = Layout::for_scenario(&s);
+        for k in 0..s.steps.len().max(1) {
+            for p in [0.0, 0.5, 1.0, 99.0] {
+                for vp in [Viewport::new(0.0, 0.0), Viewport::new(480.0, 200.0), Viewport::new(2000.0, 1200.0)] {
+                    let _ = drawing::draw(&s, &l, &frame(&s, k, p), vp);
+                }
+            }
+        }
+    }
+}

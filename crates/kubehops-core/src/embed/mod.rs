@@ -290,14 +290,16 @@ pub fn snippet(page: &str, hash: &str, title: &str) -> String {
     )
 }
 
-/// The height an embedded page asks for, in CSS pixels: the canvas at the
-/// frame's width (the drawing is `view_w` × `view_h`), plus whatever the
-/// page shows around it (`chrome`: controls, narration, padding). Bounded
-/// so that a broken measurement cannot ask for a page-long frame.
-pub fn preferred_height(frame_width: f64, view_w: f64, view_h: f64, chrome: f64) -> u32 {
+/// The height an embedded page asks for, in CSS pixels: the canvas the
+/// drawing (`world`) wants at the frame's width (`scene::camera::
+/// page_height`: the whole drawing where it is legible, else as tall as
+/// the legible scale makes it), plus whatever the page shows around it
+/// (`chrome`: controls, caption, narration, padding). Bounded so that a
+/// broken measurement cannot ask for a page-long frame.
+pub fn preferred_height(frame_width: f64, world: crate::scene::Rect, chrome: f64) -> u32 {
     let finite = |x: f64| if x.is_finite() { x.max(0.0) } else { 0.0 };
-    let (w, vw, vh, chrome) = (finite(frame_width), finite(view_w), finite(view_h), finite(chrome));
-    let canvas = if vw > 0.0 { w * vh / vw } else { 0.0 };
+    let (w, chrome) = (finite(frame_width), finite(chrome));
+    let canvas = if w > 0.0 && world.w > 0.0 { crate::scene::camera::page_height(world, w, MAX_HEIGHT) } else { 0.0 };
     (canvas + chrome).ceil().clamp(MIN_HEIGHT, MAX_HEIGHT) as u32
 }
 
@@ -441,10 +443,14 @@ mod tests {
 
     #[test]
     fn preferred_height_follows_the_width_and_stays_bounded() {
-        assert_eq!(preferred_height(960.0, 960.0, 594.0, 200.0), 794);
-        assert_eq!(preferred_height(480.0, 960.0, 594.0, 100.0), 397);
-        assert_eq!(preferred_height(f64::NAN, 960.0, 594.0, 0.0), MIN_HEIGHT as u32);
-        assert_eq!(preferred_height(1e9, 960.0, 594.0, 0.0), MAX_HEIGHT as u32);
-        assert_eq!(preferred_height(500.0, 0.0, 594.0, 300.0), 300);
+        let world = crate::scene::Rect { x: 0.0, y: 0.0, w: 1200.0, h: 700.0 };
+        // Wide enough to show it all legibly: its height at that width.
+        assert_eq!(preferred_height(2400.0, world, 200.0), 1600);
+        // Narrower: as tall as legible text makes it, however narrow.
+        assert_eq!(preferred_height(600.0, world, 100.0), preferred_height(700.0, world, 100.0));
+        assert!(preferred_height(480.0, world, 100.0) > 480);
+        assert_eq!(preferred_height(f64::NAN, world, 0.0), MIN_HEIGHT as u32);
+        assert_eq!(preferred_height(1e9, world, 0.0), MAX_HEIGHT as u32);
+        assert_eq!(preferred_height(500.0, crate::scene::Rect::ZERO, 300.0), 300);
     }
 }

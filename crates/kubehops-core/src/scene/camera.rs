@@ -92,9 +92,10 @@ pub fn whole(world: Rect, vp: Viewport) -> Camera {
     Camera { view: Rect { x: world.center().x - w / 2.0, y: world.center().y - h / 2.0, w, h }, scale }
 }
 
-/// The scale at which the smallest text shows at the frame's minimum.
+/// The scale at which the smallest text shows at the frame's minimum (a
+/// hair above, so a browser's rounding never lands under it).
 pub fn legible_scale(vp: Viewport) -> f64 {
-    vp.min_px / super::text::MIN_SIZE
+    (vp.min_px + 0.02) / super::text::MIN_SIZE
 }
 
 /// The camera at the legible scale, centred as near `center` as the
@@ -140,7 +141,8 @@ pub fn center_on(vp: Viewport, focus: Rect, keep: Rect) -> Point {
 /// follows the hops), and never less than 280 pixels.
 pub fn page_height(world: Rect, width: f64, max_h: f64) -> f64 {
     let fit = sane(width) / world.w.max(1.0);
-    let h = if fit * super::text::MIN_SIZE >= MIN_PX { world.h * fit } else { (world.h * MIN_PX / super::text::MIN_SIZE).min(sane(max_h)) };
+    let legible = legible_scale(Viewport::new(width, 1.0));
+    let h = if fit >= legible { world.h * fit } else { (world.h * legible).min(sane(max_h)) };
     h.max(280.0).ceil()
 }
 

@@ -897,7 +897,7 @@ pub fn trails(s: &Scenario, layout: &Layout, f: &Frame) -> Vec<Trail> {
 
 const PILL_H: f64 = 24.0;
 const CARD_PAD: f64 = 9.0;
-const CARD_MAX_W: f64 = 300.0;
+const CARD_MAX_W: f64 = 280.0;
 
 fn pill(style: KindStyle, dropped: bool) -> Pill {
     let label = if dropped { "✕ DROP" } else { style.label };
@@ -974,11 +974,15 @@ fn card_lines(h: &Hop, style: KindStyle) -> (Vec<Vec<Span>>, Option<&'static str
         };
         tone = t;
         let span = Span::new(text, Role::CardLine);
-        lines.push(vec![match t {
-            Some("bad") => span.with("kh-card-bad"),
-            Some(_) => span.with("kh-card-good"),
-            None => span,
-        }]);
+        // A failed answer keeps its line; otherwise, where the hop
+        // rewrites the packet, the rewrite is the news and takes the room.
+        if p.rewrites.is_empty() || t == Some("bad") {
+            lines.push(vec![match t {
+                Some("bad") => span.with("kh-card-bad"),
+                Some(_) => span.with("kh-card-good"),
+                None => span,
+            }]);
+        }
     }
     for (field, name, before, after) in [(Field::Source, "src ", p.before.src, p.after.src), (Field::Destination, "dst ", p.before.dst, p.after.dst)] {
         match p.rewrites.iter().find(|r| r.field == field) {
@@ -1288,7 +1292,7 @@ pub fn camera(s: &Scenario, layout: &Layout, f: &Frame, vp: Viewport) -> Camera 
 /// the last hop's framing as the hop starts.
 pub fn camera_with(world: Rect, vp: Viewport, f: &Frame, before: Option<&HopPlan>, now: Option<&HopPlan>) -> Camera {
     let whole = camera::whole(world, vp);
-    if whole.scale * super::text::MIN_SIZE >= vp.min_px {
+    if whole.scale >= camera::legible_scale(vp) {
         return whole;
     }
     let center = |p: &HopPlan, t: f64| {
