@@ -5,7 +5,7 @@
 
 use kubehops_core::scenarios::{combinations, Scenario, REGISTRY};
 use kubehops_core::scene::camera::Viewport;
-use kubehops_core::scene::drawing::{camera, draw};
+use kubehops_core::scene::drawing;
 use kubehops_core::scene::geometry::{check_legible, check_world, tally, Rule, Violation};
 use kubehops_core::scene::{frame, Layout};
 
@@ -32,8 +32,11 @@ fn builds() -> Vec<Scenario> {
 /// collision rules are checked once; legibility at each frame size.
 fn violations(s: &Scenario, vps: &[(&'static str, Viewport)]) -> Vec<(String, Violation)> {
     let l = Layout::for_scenario(s);
+    let world = l.world();
     let mut out = Vec::new();
     for (k, st) in s.steps.iter().enumerate() {
+        // Each hop's plan once (the costly part), as the app's memos keep it.
+        let plans: Vec<Option<drawing::HopPlan>> = (0..st.hops.len()).map(|i| drawing::plan(s, &l, k, i)).collect();
         for p in 0..=st.hops.len() {
             let mut at = vec![p as f64];
             if p < st.hops.len() {
@@ -41,12 +44,18 @@ fn violations(s: &Scenario, vps: &[(&'static str, Viewport)]) -> Vec<(String, Vi
             }
             for q in at {
                 let f = frame(s, k, q);
-                let d = draw(s, &l, &f, vps[0].1);
+                let (before, now) = match f.current {
+                    None => (None, plans.first().and_then(|x| x.as_ref())),
+                    Some(i) => (plans.get(i.saturating_sub(1)).and_then(|x| x.as_ref()), plans.get(i).and_then(|x| x.as_ref())),
+                };
+                let t = if q.fract() == 0.0 { 1.0 } else { q.fract() };
+                let token = f.current.and(now).map(|p| p.token(t));
+                let d = drawing::Drawing { world, camera: drawing::camera_with(world, vps[0].1, &f, before, now), groups: drawing::groups(s, &l, &f), trails: drawing::trails(s, &l, &f), token };
                 let state = format!("{} {} step {} at {q}", s.id, link(s), k + 1);
                 out.extend(check_world(s, &l, &f, &d).into_iter().map(|v| (state.clone(), v)));
                 let texts = d.texts();
                 for (name, vp) in vps {
-                    let cam = camera(s, &l, &f, *vp);
+                    let cam = drawing::camera_with(world, *vp, &f, before, now);
                     out.extend(check_legible(&texts, &cam, *vp).into_iter().map(|v| (format!("{name}: {state}"), v)));
                 }
             }
@@ -61,7 +70,10 @@ fn link(s: &Scenario) -> String {
     s.params.link_pairs(&specs).iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("&")
 }
 
+// Thousands of states: run in release (`scripts/test` does), skipped by a
+// debug `cargo test`, where it would take many minutes.
 #[test]
+#[cfg_attr(debug_assertions, ignore = "slow in a debug build: scripts/test runs it with --release")]
 fn every_state_draws_legibly_and_without_collisions() {
     let all = builds();
     let vps = viewports();
