@@ -415,6 +415,9 @@ pub fn step_paths(st: &Step, layout: &Layout) -> Vec<Vec<Point>> {
     for (i, h) in st.hops.iter().enumerate() {
         let (fp, tp) = ports(st, layout, i);
         let mut p = layout.hop_route_at(h, fp, tp);
+        if !paths.contains(&p) {
+            separate_shared(&mut p, &paths, layout);
+        }
         let target = layout.target_at(h.to, tp);
         let source = layout.target_at(h.from, fp);
         if let (Some(t), Some(src), true) = (target, source, p.len() >= 2 && h.from != h.to) {
@@ -436,6 +439,47 @@ pub fn step_paths(st: &Step, layout: &Layout) -> Vec<Vec<Point>> {
         paths.push(p);
     }
     paths
+}
+
+/// How far a route's inner segments move aside when they would run on
+/// another route's line.
+const LANE_STEP: f64 = 7.0;
+
+/// Moves each inner segment of `p` (not the first or last, which meet
+/// boxes) aside, a few units at a time, while it runs on a segment of one
+/// of `others` for more than a short stretch, as long as it then crosses
+/// no box and stays in the drawing: routes that share a gutter run side by
+/// side instead of on top of each other.
+fn separate_shared(p: &mut [Point], others: &[Vec<Point>], layout: &Layout) {
+    let n = p.len();
+    if n < 4 {
+        return;
+    }
+    let world = layout.world();
+    let runs_on = |a: Point, b: Point| others.iter().any(|o| o.windows(2).any(|w| shared(a, b, w[0], w[1]) > 12.0));
+    for j in 1..n - 2 {
+        if !runs_on(p[j], p[j + 1]) {
+            continue;
+        }
+        let vertical = (p[j].x - p[j + 1].x).abs() < 0.5;
+        for k in [1.0, -1.0, 2.0, -2.0, 3.0, -3.0] {
+            let d = k * LANE_STEP;
+            let mut q = p.to_vec();
+            if vertical {
+                q[j].x += d;
+                q[j + 1].x += d;
+            } else {
+                q[j].y += d;
+                q[j + 1].y += d;
+            }
+            let touched = [(q[j - 1], q[j]), (q[j], q[j + 1]), (q[j + 1], q[j + 2])];
+            let clear = touched.iter().all(|(a, b)| world.contains(*a) && world.contains(*b) && !layout.boxes.iter().any(|(_, r)| r.crossed_by(*a, *b)) && !layout.groups.iter().any(|g| g.rect.crossed_by(*a, *b)));
+            if clear && !runs_on(q[j], q[j + 1]) {
+                p.copy_from_slice(&q);
+                break;
+            }
+        }
+    }
 }
 
 /// How long two routes run on one line in opposite directions.
