@@ -6,7 +6,7 @@
 
 use crate::app::Ctx;
 use kubehops_core::decimal::{fixed, trimmed};
-use kubehops_core::scene::camera::{self, Viewport};
+use kubehops_core::scene::camera::Viewport;
 use kubehops_core::scene::drawing::{self, Group, HopPlan, Span, Text, Trail, ARROW_LEN, ARROW_W};
 use kubehops_core::scene::style::{kind_style, KINDS};
 use kubehops_core::scene::Frame;
@@ -52,11 +52,6 @@ fn observe_size(el: NodeRef<leptos::svg::Svg>, size: RwSignal<(f64, f64)>) {
         }
         cb.forget();
     });
-}
-
-/// Whether the page is presenting.
-fn presenting() -> bool {
-    use_context::<crate::present::Present>().is_some_and(|p| p.on.get())
 }
 
 #[component]
@@ -110,28 +105,12 @@ pub fn Canvas() -> impl IntoView {
         let world = ctx.layout.with(|l| l.world());
         plan_before.with(|b| plan_now.with(|p| drawing::camera_with(world, vp.get(), &f, b.as_ref(), p.as_ref())))
     });
-    // On a page (not in an embed or presenting, where the canvas fills
-    // the room it is given), the canvas is as tall as the core asks for
-    // its width.
-    // Set through the CSS object model (`style:`), which the page's
-    // Content-Security-Policy allows; a style attribute it would refuse.
-    let height = move || {
-        let embedded = ctx.player.display.with(|d| d.embed);
-        if embedded || presenting() {
-            return None;
-        }
-        let (w, _) = size.get();
-        let world = ctx.layout.with(|l| l.world());
-        let max = window().inner_height().ok().and_then(|v| v.as_f64()).unwrap_or(900.0) * 0.72;
-        Some(format!("{}px", fixed(camera::page_height(world, if w > 0.0 { w } else { 960.0 }, max), 0)))
-    };
     let description = move || ctx.with_scenario(|s| kubehops_core::scene::describe::frame_label(s, &ctx.frame.get()));
     view! {
         <figure class="kh-canvas">
             <svg
                 node_ref=svg_ref
                 viewBox=move || cam.get().view_box()
-                style:height=height
                 role="img"
                 aria-label=description
                 preserveAspectRatio="xMidYMid meet"

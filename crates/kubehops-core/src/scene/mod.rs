@@ -14,6 +14,7 @@ pub mod drawing;
 pub mod geometry;
 pub mod metrics;
 pub mod style;
+pub mod svg;
 pub mod text;
 pub mod layout;
 pub mod panels;

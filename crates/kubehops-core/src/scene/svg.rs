@@ -1,0 +1,166 @@
+//! A drawing as SVG text: the same elements, classes and attributes the
+//! web canvas makes from it, for renderers without a DOM (the static first
+//! frame the build writes into the page, files).
+//!
+//! Guarantee: everything written is escaped; the output is one `<svg>`
+//! element whose look comes from the page's stylesheet (classes only, no
+//! inline style, so it runs under the page's Content-Security-Policy).
+
+use super::drawing::{Drawing, Group, Span, Text, Token, Trail, ARROW_LEN, ARROW_W};
+use super::style::{kind_style, KINDS, WHAT_IF_DASH};
+use crate::decimal::trimmed;
+use std::fmt::Write;
+
+/// Text for XML content and attribute values.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+fn n(v: f64) -> String {
+    trimmed(v, 2)
+}
+
+/// The `<svg>` of a drawing. `id` prefixes the arrowheads' ids, so that
+/// several drawings can share a page; `label` is its accessible name.
+pub fn render(d: &Drawing, id: &str, label: &str) -> String {
+    let mut out = String::new();
+    let _ = write!(out, r#"<svg viewBox="{}" role="img" aria-label="{}" preserveAspectRatio="xMidYMid meet" xmlns="http://www.w3.org/2000/svg"><defs>"#, d.camera.view_box(), escape(label));
+    for k in KINDS {
+        let class = kind_style(k).class;
+        let _ = write!(
+            out,
+            r#"<marker id="{id}-arrow-{class}" class="kh-arrow kh-{class}" viewBox="0 0 10 10" refX="10" refY="5" markerUnits="userSpaceOnUse" markerWidth="{}" markerHeight="{}" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"></path></marker>"#,
+            n(ARROW_LEN),
+            n(ARROW_W)
+        );
+    }
+    out.push_str("</defs>");
+    for g in &d.groups {
+        group(&mut out, g);
+    }
+    out.push_str(r#"<g class="kh-trails">"#);
+    for t in &d.trails {
+        trail(&mut out, t, id);
+    }
+    out.push_str("</g>");
+    if let Some(t) = &d.token {
+        token(&mut out, t);
+    }
+    out.push_str("</svg>");
+    out
+}
+
+fn span_class(s: &Span) -> String {
+    match s.class {
+        Some(c) => format!("{} {c}", s.role.class()),
+        None => s.role.class().to_string(),
+    }
+}
+
+fn text(out: &mut String, t: &Text) {
+    let _ = write!(out, r#"<text x="{}" y="{}" text-anchor="{}" font-size="{}""#, n(t.x), n(t.y), t.anchor.as_str(), n(t.size()));
+    if let [one] = t.spans.as_slice() {
+        let _ = write!(out, r#" class="{}">{}</text>"#, span_class(one), escape(&one.text));
+        return;
+    }
+    out.push('>');
+    for s in &t.spans {
+        let _ = write!(out, r#"<tspan class="{}" font-size="{}">{}</tspan>"#, span_class(s), n(s.role.size()), escape(&s.text));
+    }
+    out.push_str("</text>");
+}
+
+fn group(out: &mut String, g: &Group) {
+    let _ = write!(out, r#"<g class="{}""#, escape(&g.class));
+    if let Some((k, v)) = &g.data {
+        let _ = write!(out, r#" data-{k}="{}""#, escape(v));
+    }
+    out.push('>');
+    if let Some(t) = &g.title {
+        let _ = write!(out, "<title>{}</title>", escape(t));
+    }
+    for s in &g.shapes {
+        let r = s.rect;
+        let class = if s.class.is_empty() { String::new() } else { format!(r#" class="{}""#, escape(&s.class)) };
+        let _ = write!(out, r#"<rect{class} x="{}" y="{}" width="{}" height="{}" rx="{}"></rect>"#, n(r.x), n(r.y), n(r.w), n(r.h), n(s.rx));
+    }
+    for t in &g.texts {
+        text(out, t);
+    }
+    for c in &g.children {
+        group(out, c);
+    }
+    out.push_str("</g>");
+}
+
+fn trail(out: &mut String, t: &Trail, id: &str) {
+    let pts: Vec<String> = t.points.iter().map(|p| format!("{},{}", trimmed(p.x, 1), trimmed(p.y, 1))).collect();
+    let dash = if t.what_if { Some(WHAT_IF_DASH) } else { t.style.dash.dasharray() };
+    let dash = dash.map(|d| format!(r#" stroke-dasharray="{d}""#)).unwrap_or_default();
+    let _ = write!(out, r#"<polyline class="{}" points="{}"{dash} marker-end="url(#{id}-arrow-{})"></polyline>"#, t.class(), pts.join(" "), t.style.class);
+}
+
+fn token(out: &mut String, t: &Token) {
+    let c = &t.card;
+    let tone = c.tone.map(|x| format!(" tone-{x}")).unwrap_or_default();
+    let _ = write!(out, r#"<g class="{}" transform="translate({} {})">"#, t.class(), trimmed(t.at.x, 1), trimmed(t.at.y, 1));
+    if let Some((a, b)) = c.leader(&t.pill) {
+        let _ = write!(out, r#"<line class="kh-leader" x1="{}" y1="{}" x2="{}" y2="{}"></line>"#, n(a.x), n(a.y), n(b.x), n(b.y));
+    }
+    let _ = write!(out, r#"<g class="kh-card{tone}" transform="translate({} {})"><rect width="{}" height="{}" rx="7"></rect>"#, n(c.offset.x), n(c.offset.y), n(c.w), n(c.h));
+    for x in &c.texts {
+        text(out, x);
+    }
+    let p = &t.pill;
+    let _ = write!(
+        out,
+        r#"</g><g class="kh-pill"><rect x="{}" y="{}" width="{}" height="{}" rx="{}"></rect><text y="4.5" text-anchor="middle" font-size="13">{}</text></g></g>"#,
+        n(-p.w / 2.0),
+        n(-p.h / 2.0),
+        n(p.w),
+        n(p.h),
+        n(p.h / 2.0),
+        escape(p.label)
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenarios::build_default;
+    use crate::scene::camera::Viewport;
+    use crate::scene::{drawing, frame, Layout};
+
+    #[test]
+    fn a_drawing_becomes_one_escaped_svg_with_every_text() {
+        let s = build_default("nodeport-loadbalancer").unwrap();
+        let l = Layout::for_scenario(&s);
+        let d = drawing::draw(&s, &l, &frame(&s, 1, 2.0), Viewport::new(1200.0, 700.0));
+        let svg = render(&d, "kh", "Step 2 <of> 5 & more");
+        assert!(svg.starts_with("<svg ") && svg.ends_with("</svg>"));
+        assert!(svg.contains(r#"aria-label="Step 2 &lt;of&gt; 5 &amp; more""#));
+        for t in d.texts() {
+            for sp in &t.spans {
+                assert!(svg.contains(&escape(&sp.text)), "{:?} is missing", sp.text);
+            }
+        }
+        assert_eq!(svg.matches("<polyline").count(), d.trails.len());
+        assert!(!svg.contains("style="), "no inline style: the page's CSP refuses it");
+    }
+
+    #[test]
+    fn escaping_covers_markup() {
+        assert_eq!(escape(r#"<a href="x">&'"#), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+    }
+}
