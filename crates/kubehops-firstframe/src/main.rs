@@ -40,6 +40,9 @@ fn main() {
         Ok(x) => x,
         Err(e) => fail(&e),
     };
+    if let Err(e) = check_stylesheet(&dir) {
+        fail(&e);
+    }
     let name = format!("firstframe-{:016x}.js", kubehops_core::hash::fnv1a(pick.as_bytes()));
     if let Err(e) = std::fs::write(dir.join(&name), &pick) {
         fail(&format!("cannot write {name}: {e}"));
@@ -72,6 +75,25 @@ fn write_frames(html: &str) -> Result<(String, String), String> {
     frames.push_str("</div>");
     let ids: Vec<String> = scenarios.iter().map(|s| format!("'{}'", s.id)).collect();
     Ok((format!("{}{frames}{}", &html[..at], &html[at..]), pick_script(&ids)))
+}
+
+/// Every frame is shown only by a rule of the stylesheet naming it: a
+/// scenario without one would never show its frame.
+fn check_stylesheet(dir: &std::path::Path) -> Result<(), String> {
+    let css = std::fs::read_dir(dir)
+        .map_err(|e| format!("cannot list {}: {e}", dir.display()))?
+        .filter_map(Result::ok)
+        .filter(|f| f.file_name().to_string_lossy().ends_with(".css"))
+        .filter_map(|f| std::fs::read_to_string(f.path()).ok())
+        .collect::<String>();
+    let ids = REGISTRY.iter().filter(|e| e.id != "your-cluster").map(|e| e.id).chain(["standin"]);
+    for id in ids {
+        let rule = format!(r#"html[data-first="{id}"] [data-first-of="{id}"]"#);
+        if !css.contains(&rule) {
+            return Err(format!("the stylesheet has no rule `{rule}`: the frame of {id} would never show"));
+        }
+    }
+    Ok(())
 }
 
 /// The script that runs before the body is drawn: which frame the link
