@@ -81,14 +81,27 @@ fn Icon(d: &'static str) -> impl IntoView {
     }
 }
 
+/// From this many steps the step indicator shows numbers, with the
+/// current step's title only, on narrow screens (see style.css)…
+const COMPACT_NARROW: usize = 4;
+/// …and from this many at every width.
+const COMPACT_ALWAYS: usize = 6;
+
 #[component]
 pub fn StepIndicator() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let p = ctx.player;
     // Titles come from the scenario, which new parameters rebuild.
     let titles = Memo::new(move |_| p.scenario.with(|s| s.steps.iter().map(|st| st.title.clone()).collect::<Vec<String>>()));
+    // Many steps (the lab's ten) do not fit a row with their titles: the
+    // pills are numbers, and only the current one shows its title (the
+    // others show theirs on hover and focus). The title stays in every
+    // button's name. Narrow screens do this from four steps on.
+    let n = Memo::new(move |_| titles.with(Vec::len));
+    let some = move || n.get() >= COMPACT_NARROW;
+    let many = move || n.get() >= COMPACT_ALWAYS;
     view! {
-        <nav class="kh-steps" aria-label="Steps">
+        <nav class="kh-steps" class:kh-steps-some=some class:kh-steps-many=many aria-label="Steps">
             <ol>
                 {move || {
                     let titles = titles.get();
@@ -101,8 +114,13 @@ pub fn StepIndicator() -> impl IntoView {
                             // readers ("Step 3 of 5: Type LoadBalancer"), so it
                             // contains the label a speech user reads off the screen.
                             let of = format!(" of {n}: ");
+                            // Where along the row a compact pill's tip sits: 0 (first,
+                            // from the row's left) to 100 (last, to its right).
+                            // Set through the CSSOM, which the page's CSP allows (a
+                            // style attribute it refuses).
+                            let along = (i * 100 / n.saturating_sub(1).max(1)).to_string();
                             view! {
-                                <li>
+                                <li style=("--along", along)>
                                     <button
                                         type="button"
                                         class="kh-step"

@@ -433,6 +433,60 @@ await test('layout: narrow, the narration follows the canvas and controls; wide,
   await wide.page.close();
 });
 
+// Issue 18: the first screen of every scenario holds the canvas's
+// controls. Opening a step plays it, so the button may read Pause.
+const FIRST_LINKS = ['#/nodeport-loadbalancer/1', '#/service-types/1', '#/local-lab/1'];
+await test('first screen: Play is in view without scrolling at 720×900 and 1920×1080, on each scenario\'s first link', async () => {
+  const problems = [];
+  for (const [w, h] of [[720, 900], [1920, 1080]]) {
+    for (const link of FIRST_LINKS) {
+      const { page } = await open(link, { viewport: { width: w, height: h } });
+      const play = page.getByRole('button', { name: /^(Play|Pause)$/ });
+      const b = await play.boundingBox();
+      // In view, and what is drawn at its middle is the button itself.
+      const onTop = await play.evaluate((el) => {
+        const r = el.getBoundingClientRect();
+        const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+        return !!hit && el.contains(hit);
+      });
+      const scrolled = await page.evaluate(() => window.scrollY);
+      if (!b || b.y < 0 || b.y + b.height > h || !onTop || scrolled !== 0) {
+        problems.push(`${link} at ${w}×${h}: Play at y ${b && Math.round(b.y)}–${b && Math.round(b.y + b.height)}${onTop ? '' : ', covered'}${scrolled ? `, scrolled ${scrolled}` : ''}`);
+      }
+      await page.close();
+    }
+  }
+  check(problems.length === 0, problems.join('\n'));
+});
+
+await test('step indicator: one row for the lab\'s ten steps, each a button named with its title, reachable by Tab', async () => {
+  for (const [w, h] of [[720, 900], [1920, 1080]]) {
+    const { page } = await open('#/local-lab/1', { viewport: { width: w, height: h } });
+    const nav = page.getByRole('navigation', { name: 'Steps' });
+    const box = await nav.boundingBox();
+    check(box.height < 56, `${w}px: the step indicator is ${Math.round(box.height)}px tall`);
+    const steps = nav.getByRole('button');
+    check(await steps.count() === 10, `${w}px: ${await steps.count()} step buttons`);
+    await nav.getByRole('button').first().focus();
+    for (let i = 0; i < 10; i++) {
+      const b = steps.nth(i);
+      const title = (await b.locator('.kh-step-title').textContent()).trim();
+      const name = `Step ${i + 1} of 10: ${title}`;
+      check(title.length > 3 && await nav.getByRole('button', { name, exact: true }).count() === 1, `${w}px: no step button named "${name}"`);
+      check(await b.evaluate((el) => el === document.activeElement), `${w}px: Tab did not reach step ${i + 1}`);
+      const r = await b.boundingBox();
+      check(r && r.x >= 0 && r.x + r.width <= w, `${w}px: step ${i + 1} is off screen: ${JSON.stringify(r)}`);
+      await page.keyboard.press('Tab');
+    }
+    // Enter on a focused step opens it.
+    await steps.nth(6).focus();
+    await page.keyboard.press('Enter');
+    check(await currentStep(page) === 7, `${w}px: Enter on step 7 opened step ${await currentStep(page)}`);
+    check(await steps.nth(6).getAttribute('aria-current') === 'step', `${w}px: step 7 not marked current`);
+    await page.close();
+  }
+});
+
 await test('panel text is in rem: the projector rule (1700 px and up) scales it', async () => {
   const sels = ['.kh-hopcap', '.kh-hopkind', '.kh-chip', '.kh-tag', '.kh-rules ol', '.kh-save-main', '.kh-ct-list', '.kh-code'];
   const sizes = async (w) => {
