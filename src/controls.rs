@@ -225,20 +225,56 @@ pub fn ParamControls() -> impl IntoView {
         (!shown.is_empty()).then(|| {
             view! {
                 <div class="kh-params">
-                    {shown.into_iter().map(|spec| view! { <ParamControl spec=spec/> }).collect_view()}
+                    {shown
+                        .iter()
+                        .map(|spec| {
+                            let only = only_for(spec, &shown);
+                            view! { <ParamControl spec=spec.clone() only=only/> }
+                        })
+                        .collect_view()}
                 </div>
             }
         })
     }
 }
 
+/// When a parameter applies, in the words of the controls that decide it:
+/// "Only for NodePort or LoadBalancer", "Only for NodePort and Laptop".
+fn only_for(spec: &ParamSpec, all: &[ParamSpec]) -> String {
+    let conds: Vec<String> = spec
+        .when
+        .iter()
+        .map(|(key, values)| {
+            let options = all.iter().find(|s| &s.key == key).and_then(|s| match &s.kind {
+                ParamKind::Choice { options, .. } | ParamKind::Set { options } => Some(options.as_slice()),
+                _ => None,
+            });
+            let labels: Vec<&str> = values.iter().map(|v| options.and_then(|o| o.iter().find(|c| &c.value == v)).map_or(v.as_str(), |c| c.label.as_str())).collect();
+            match labels.split_last() {
+                Some((last, [])) => last.to_string(),
+                Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+                None => String::new(),
+            }
+        })
+        .collect();
+    if conds.is_empty() {
+        String::new()
+    } else {
+        format!("Only for {}", conds.join(" and "))
+    }
+}
+
+/// A parameter that does not apply to the current choice (the explorer's
+/// externalTrafficPolicy on ClusterIP) stays in its place, disabled, with
+/// a tip that says when it applies: the toolbar is as tall on every tab,
+/// so the canvas does not jump.
 #[component]
-fn ParamControl(spec: ParamSpec) -> impl IntoView {
+fn ParamControl(spec: ParamSpec, only: String) -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let p = ctx.player;
     let applies = {
         let spec = spec.clone();
-        move || p.scenario.with(|s| spec.applies(&s.params))
+        Memo::new(move |_| p.scenario.with(|s| spec.applies(&s.params)))
     };
     let body = match spec.kind.clone() {
         ParamKind::Choice { options, style: ChoiceStyle::Tabs, .. } => view! { <Tabs key=spec.key.clone() label=spec.label.clone() options=options/> }.into_any(),
@@ -249,7 +285,18 @@ fn ParamControl(spec: ParamSpec) -> impl IntoView {
         ParamKind::Set { options } => view! { <ReadySet key=spec.key.clone() label=spec.label.clone() options=options/> }.into_any(),
         ParamKind::Seed | ParamKind::Manifest => ().into_any(),
     };
-    view! { <div class="kh-param" class:hidden=move || !applies()>{body}</div> }
+    if spec.when.is_empty() {
+        return view! { <div class="kh-param">{body}</div> }.into_any();
+    }
+    let off = move || !applies.get();
+    // A fieldset disables every control in it; while it does, its tip
+    // (also its name, for a screen reader) says when the controls apply.
+    view! {
+        <fieldset class="kh-param" disabled=off title=move || off().then(|| only.clone())>
+            {body}
+        </fieldset>
+    }
+    .into_any()
 }
 
 /// A tab list: one tab per value, arrow keys move between them.

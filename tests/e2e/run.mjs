@@ -766,6 +766,33 @@ await test('explorer: five tabs, two clients, DNS Lookup and Send Request are re
   await page.close();
 });
 
+await test('explorer: the canvas stays put when the tab or the client changes', async () => {
+  const top = (page) => page.locator('.kh-canvas').evaluate((el) => el.getBoundingClientRect().top + window.scrollY);
+  for (const [w, h] of [[720, 900], [1920, 1080]]) {
+    const { page } = await open('#/service-types/1', { viewport: { width: w, height: h } });
+    const first = await top(page);
+    const seen = [];
+    for (const client of ['Pod web', 'Laptop']) {
+      await page.getByRole('button', { name: client, exact: true }).click();
+      for (const t of TABS) {
+        await page.getByRole('tab', { name: t, exact: true }).click();
+        await page.waitForFunction((v) => location.hash.includes(`tab=${v}`) || (v === 'clusterip' && !location.hash.includes('tab=')), t.toLowerCase());
+        seen.push([`${client}/${t}`, await top(page)]);
+      }
+    }
+    const off = seen.filter(([, y]) => Math.abs(y - first) > 1);
+    check(off.length === 0, `${w}px: the canvas starts at ${first}px on the first tab, elsewhere at ${off.map(([k, y]) => `${k} ${y}px`).join(', ')}`);
+    // What does not apply stays in its place, disabled, and says when it applies.
+    await page.getByRole('tab', { name: 'ClusterIP', exact: true }).click();
+    const policy = page.getByRole('switch', { name: 'externalTrafficPolicy: Local' });
+    check(await policy.isVisible() && await policy.isDisabled(), `${w}px: on ClusterIP the policy switch is not shown disabled`);
+    check(await page.getByRole('group', { name: 'Only for NodePort or LoadBalancer' }).count() === 1, `${w}px: the disabled switch does not say when it applies`);
+    await page.getByRole('tab', { name: 'NodePort', exact: true }).click();
+    check(await policy.isEnabled(), `${w}px: on NodePort the policy switch is disabled`);
+    await page.close();
+  }
+});
+
 await test("explorer: each tab's kubectl get svc line is right", async () => {
   const want = {
     ClusterIP: ['api', /ClusterIP\s+10\.96\.0\.50\s+<none>\s+80\/TCP/],
@@ -841,7 +868,8 @@ await test('explorer: Headless answers three A records, and two after a Pod is m
 
 await test('explorer: a Pod made not Ready loses its rules, marked as removed', async () => {
   const { page } = await open('#/service-types/1/end?notready=api-m3n9q');
-  await page.getByRole('button', { name: 'Node-2', exact: true }).click();
+  // The rules panel's Node-2 (not the laptop's choice of node, disabled here).
+  await page.getByTestId('rules').getByRole('button', { name: 'Node-2', exact: true }).click();
   // The last hop is kube-proxy on Node-2 rewriting its rules.
   const removed = await page.locator('[data-testid=rules] .kh-save-line.removed').count();
   check(removed > 0, 'no removed lines marked on Node-2');
