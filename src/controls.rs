@@ -1,4 +1,5 @@
-//! Play/Pause, Previous, Next, Restart, the step indicator, the actions,
+//! Play/Pause, Previous, Next, Restart, the step indicator (which is also
+//! how a scenario's actions, "DNS Lookup" and "Send Request", are reached),
 //! the scenario's parameters as controls (tabs, buttons, switches), its
 //! demos and the random pick switch.
 
@@ -505,38 +506,6 @@ pub fn Demos() -> impl IntoView {
                             view! {
                                 <button type="button" class="kh-btn kh-btn-small kh-demo" aria-pressed=pressed on:click=move |_| p.apply_demo(&id)>
                                     {format!("Demo: {label}")}
-                                </button>
-                            }
-                        })
-                        .collect_view()}
-                </div>
-            }
-        })
-    }
-}
-
-/// Steps the scenario offers as actions, as buttons named after them.
-#[component]
-pub fn Actions() -> impl IntoView {
-    let ctx = expect_context::<Ctx>();
-    let p = ctx.player;
-    let actions = Memo::new(move |_| p.scenario.with(|s| s.actions.clone()));
-    move || {
-        let list = actions.get();
-        (!list.is_empty()).then(|| {
-            view! {
-                <div class="kh-actions" role="group" aria-label="Actions">
-                    {list
-                        .into_iter()
-                        .map(|a| {
-                            let step = a.step;
-                            let current = move || p.step.get() == step;
-                            view! {
-                                <button type="button" class="kh-btn kh-action" class:current=current aria-pressed=move || current().to_string() on:click=move |_| {
-                                    p.playing.set(false);
-                                    p.go_to(step);
-                                }>
-                                    {a.label}
                                 </button>
                             }
                         })

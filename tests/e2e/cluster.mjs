@@ -165,7 +165,7 @@ for (const [w, h] of [[720, 1400], [1920, 1080]]) {
     await page.selectOption('#kh-menu-service', 'default/web');
     await page.selectOption('#kh-menu-client', 'pod:default/shop-1');
     await page.waitForFunction(() => location.hash.includes('service=default/web') && location.hash.includes('client=pod:default/shop-1'));
-    await page.getByRole('button', { name: 'Send Request', exact: true }).click();
+    await page.getByRole('button', { name: /^Step \d+ of \d+: Send Request$/ }).click();
     await page.waitForFunction(() => document.querySelector('.kh').dataset.step === '3');
     await page.waitForFunction(() => document.querySelector('.kh').dataset.playing === 'false', null, { timeout: 60000 });
     const hash = await page.evaluate(() => location.hash);
@@ -210,7 +210,7 @@ for (const [w, h, format] of [[720, 1400, 'YAML'], [1920, 1080, 'YAML'], [1920, 
     check(cards >= 1 && cards <= 6, `${cards} node cards`);
     const groups = await page.locator('.kh-group').evaluateAll((gs) => gs.map((g) => g.dataset.group));
     check(groups.some((g) => /^\+\d+ nodes$/.test(g)) && groups.some((g) => /^\+\d+ Pods$/.test(g)), `groups: ${groups.join(', ')}`);
-    await page.getByRole('button', { name: 'Send Request', exact: true }).click();
+    await page.getByRole('button', { name: /^Step \d+ of \d+: Send Request$/ }).click();
     await page.waitForFunction(() => document.querySelector('.kh').dataset.playing === 'false', null, { timeout: 60000 });
     check(/KUBE-SVC-/.test(await page.textContent('[data-testid=rules]')), 'no chain names for the big cluster');
     if (format === 'YAML') await shoot(page, `big-${w}`);

@@ -755,15 +755,35 @@ await test('explorer: five tabs, two clients, DNS Lookup and Send Request are re
   check(await tabs.count() === 5, 'five tabs');
   for (const t of TABS) check(await page.getByRole('tab', { name: t, exact: true }).count() === 1, `no tab ${t}`);
   check(await page.getByRole('tab', { name: 'ClusterIP' }).getAttribute('aria-selected') === 'true', 'ClusterIP selected first');
-  for (const name of ['Pod web', 'Laptop', 'DNS Lookup', 'Send Request']) {
+  for (const name of ['Pod web', 'Laptop']) {
     check(await page.getByRole('button', { name, exact: true }).count() === 1, `no button "${name}"`);
   }
+  check(await page.getByRole('button', { name: 'Step 2 of 3: DNS Lookup', exact: true }).count() === 1, 'no button for DNS Lookup');
+  check(await page.getByRole('button', { name: 'Step 3 of 3: Send Request', exact: true }).count() === 1, 'no button for Send Request');
   // Arrow keys move between tabs, as in any tab list.
   await page.getByRole('tab', { name: 'ClusterIP' }).focus();
   await page.keyboard.press('ArrowRight');
   await page.waitForFunction(() => location.hash.includes('tab=nodeport'));
   check(await page.getByRole('tab', { name: 'NodePort' }).getAttribute('aria-selected') === 'true', 'ArrowRight did not select NodePort');
   await page.close();
+});
+
+await test('explorer: DNS Lookup and Send Request are each one visible control, reached by keyboard', async () => {
+  for (const [w, h] of [[720, 900], [1920, 1080]]) {
+    const { page } = await open('#/service-types/1', { viewport: { width: w, height: h } });
+    for (const [name, step] of [['DNS Lookup', 2], ['Send Request', 3]]) {
+      const named = [];
+      for (const role of ['button', 'link', 'tab', 'menuitem', 'radio', 'option', 'switch', 'checkbox']) {
+        const all = page.getByRole(role, { name });
+        for (let i = 0; i < await all.count(); i++) if (await all.nth(i).isVisible()) named.push(all.nth(i));
+      }
+      check(named.length === 1, `${w}px: ${named.length} visible controls named "${name}"`);
+      await named[0].focus();
+      await page.keyboard.press('Enter');
+      check(await currentStep(page) === step, `${w}px: Enter on "${name}" opened step ${await currentStep(page)}`);
+    }
+    await page.close();
+  }
 });
 
 await test('explorer: the canvas stays put when the tab or the client changes', async () => {
