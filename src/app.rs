@@ -2,7 +2,7 @@
 //! lays out the navigation, the canvas and the panels.
 
 use crate::canvas::Canvas;
-use crate::controls::{Actions, Controls, Demos, ParamControls, RandomPick, StepIndicator};
+use crate::controls::{Controls, Demos, ParamControls, RandomPick, StepIndicator};
 use crate::embed::{EmbedButton, EmbedPage};
 use crate::present::{NotesPage, Present, PresentButtons};
 use crate::nodes::{ConntrackPanel, HostPanels, RulesPanel};
@@ -312,7 +312,6 @@ fn Animation() -> impl IntoView {
                     <Canvas/>
                     <LiveRegion/>
                     <Controls/>
-                    <Actions/>
                     <ReadTools/>
                 </section>
                 <Narration/>

@@ -58,6 +58,42 @@ pub fn PastePanel() -> impl IntoView {
     // appears and when a file replaces it.
     let initial = p.pasted.get_untracked();
     let initial = if initial.len() > SHOW_MAX { String::new() } else { initial };
+    // Once a paste, a drop or a file has been read, the box folds to a
+    // line saying what was read, so the canvas comes into the first
+    // screen; "Edit the paste" opens it again with the text as it was
+    // (the box stays in the page, hidden, and keeps its text). Typing in
+    // the open box never folds it. The panel opens folded on a cluster
+    // read before (coming back from another scenario).
+    let folded = RwSignal::new(p.cluster.with_untracked(|c| matches!(c, Some(Ok(_)))));
+    // Set by a paste, a drop or a file; the next text read decides.
+    let fold_when_read = RwSignal::new(false);
+    let line = NodeRef::<leptos::html::Div>::new();
+    Effect::new(move |_| {
+        p.pasted.track();
+        let ok = p.cluster.with(|c| matches!(c, Some(Ok(_))));
+        if !fold_when_read.get_untracked() {
+            return;
+        }
+        fold_when_read.set(false);
+        if ok {
+            folded.set(true);
+            // Focus moves from the box to the line that replaced it (no tab
+            // stop of its own, so the shortcuts work from there).
+            request_animation_frame(move || {
+                if let Some(el) = line.get_untracked() {
+                    let _ = el.focus();
+                }
+            });
+        }
+    });
+    let unfold = move |_| {
+        folded.set(false);
+        request_animation_frame(move || {
+            if let Some(t) = area.get_untracked() {
+                let _ = t.focus();
+            }
+        });
+    };
     let take = move |name: String, text: String| {
         if let Some(t) = area.get_untracked() {
             t.set_value(if text.len() > SHOW_MAX { "" } else { &text });
@@ -65,13 +101,26 @@ pub fn PastePanel() -> impl IntoView {
         p.pasted_name.set(name);
         p.pasted.set(text);
     };
-    // A large paste goes to the state only, never into the box.
+    // A large paste goes to the state only, never into the box; a small
+    // one goes in as the browser puts it, and the input event reads it.
     let on_paste = move |ev: leptos::ev::ClipboardEvent| {
         let Some(text) = ev.clipboard_data().and_then(|d| d.get_data("text/plain").ok()) else { return };
+        fold_when_read.set(true);
         if text.len() > SHOW_MAX {
             ev.prevent_default();
             take("STDIN".into(), text);
         }
+    };
+    let on_input = move |ev: leptos::ev::Event| {
+        use wasm_bindgen::JsCast;
+        // Typing (an InputEvent that is not a paste or a drop) never folds.
+        if let Some(ie) = ev.dyn_ref::<web_sys::InputEvent>() {
+            if !matches!(ie.input_type().as_str(), "insertFromPaste" | "insertFromDrop" | "insertFromPasteAsQuotation") {
+                fold_when_read.set(false);
+            }
+        }
+        p.pasted_name.set("STDIN".into());
+        p.pasted.set(event_target_value(&ev));
     };
     let hidden = Memo::new(move |_| p.pasted.with(|t| (t.len() > SHOW_MAX).then(|| t.len())));
     let clear = move |_| take("STDIN".into(), String::new());
@@ -81,6 +130,7 @@ pub fn PastePanel() -> impl IntoView {
         let r2 = reader.clone();
         let onload = Closure::once_into_js(move || {
             let text = r2.result().ok().and_then(|v| v.as_string()).unwrap_or_default();
+            fold_when_read.set(true);
             take(name, text);
         });
         reader.set_onload(Some(onload.unchecked_ref()));
@@ -100,74 +150,86 @@ pub fn PastePanel() -> impl IntoView {
             read_file(f);
         }
     };
-    let status = move || {
+    // Before a read, or what went wrong: under the box.
+    let problem = move || {
         p.cluster.with(|c| match c {
-            None => view! { <p class="kh-paste-note">"Nothing read yet."</p> }.into_any(),
-            Some(Err(e)) => view! {
-                <div class="kh-paste-error" role="alert">
-                    <p>"kubehops could not read it (the text is kept as you left it):"</p>
-                    <pre data-testid="paste-error">{e.clone()}</pre>
-                </div>
-            }
-            .into_any(),
-            Some(Ok(r)) => {
-                let i = &r.input;
-                let summary = format!("Read {} nodes, {} Pods, {} Services and {} EndpointSlices.", i.nodes.len(), i.pods.len(), i.services.len(), i.slices.len());
-                let warnings = r.warnings.clone();
+            None => Some(view! { <p class="kh-paste-note">"Nothing read yet."</p> }.into_any()),
+            Some(Err(e)) => Some(
                 view! {
-                    <div class="kh-paste-ok" role="status">
-                        <p data-testid="paste-summary">{summary}</p>
-                        {(!warnings.is_empty()).then(|| view! {
-                            <details class="kh-paste-warnings">
-                                <summary>{format!("{} warnings, as kubehops prints them", warnings.len())}</summary>
-                                <pre>{warnings.join("\n")}</pre>
-                            </details>
-                        })}
+                    <div class="kh-paste-error" role="alert">
+                        <p>"kubehops could not read it (the text is kept as you left it):"</p>
+                        <pre data-testid="paste-error">{e.clone()}</pre>
                     </div>
                 }
-                .into_any()
-            }
+                .into_any(),
+            ),
+            Some(Ok(_)) => None,
+        })
+    };
+    // What was read: under the box, or, folded, in its place.
+    let result = move || {
+        p.cluster.with(|c| {
+            let Some(Ok(r)) = c else { return None };
+            let i = &r.input;
+            let summary = format!("Read {} nodes, {} Pods, {} Services and {} EndpointSlices.", i.nodes.len(), i.pods.len(), i.services.len(), i.slices.len());
+            let warnings = r.warnings.clone();
+            Some(view! {
+                <div class="kh-paste-ok" role="status" tabindex="-1" node_ref=line>
+                    <p data-testid="paste-summary">{summary}</p>
+                    {(!warnings.is_empty()).then(|| view! {
+                        <details class="kh-paste-warnings">
+                            <summary>{format!("{} warnings, as kubehops prints them", warnings.len())}</summary>
+                            <pre>{warnings.join("\n")}</pre>
+                        </details>
+                    })}
+                    {move || if folded.get() {
+                        view! { <button type="button" class="kh-btn kh-btn-small" aria-controls="kh-paste-body" on:click=unfold>"Edit the paste"</button> }.into_any()
+                    } else {
+                        view! { <button type="button" class="kh-btn kh-btn-small" aria-controls="kh-paste-body" on:click=move |_| folded.set(true)>"Hide the paste"</button> }.into_any()
+                    }}
+                </div>
+            })
         })
     };
     view! {
-        <section class="kh-paste" aria-labelledby="kh-paste-title">
+        <section class="kh-paste" class:kh-paste-folded=move || folded.get() aria-labelledby="kh-paste-title">
             <h2 id="kh-paste-title">"Bring your cluster"</h2>
-            <p class="kh-paste-privacy">
-                <strong>"Nothing leaves your browser."</strong>
-                " What you paste is read and played on this page; no request is made with it, and it is not put in the link."
-            </p>
-            <label for="kh-paste-text">
-                "Paste the output of " <code>"kubectl get nodes,pods,services,endpointslices -A -o yaml"</code> " (YAML or JSON), or drop the file here"
-            </label>
-            <textarea
-                id="kh-paste-text"
-                node_ref=area
-                spellcheck="false"
-                autocomplete="off"
-                rows="8"
-                prop:value=initial
-                on:input=move |ev| {
-                    p.pasted_name.set("STDIN".into());
-                    p.pasted.set(event_target_value(&ev));
-                }
-                on:paste=on_paste
-                on:dragover=move |ev: leptos::ev::DragEvent| ev.prevent_default()
-                on:drop=on_drop
-            ></textarea>
-            {move || hidden.get().map(|n| view! {
-                <p class="kh-paste-kept" data-testid="paste-kept">
-                    {format!("Your {} of text is kept and read, but not shown in the box: a text box that large would freeze the page. Typing or pasting in the box replaces it. ", kubehops_objects::cluster::size_text(n))}
-                    <button type="button" class="kh-seg-btn" on:click=clear>"Clear it"</button>
+            <div id="kh-paste-body" class="kh-paste-body" hidden=move || folded.get()>
+                <p class="kh-paste-privacy">
+                    <strong>"Nothing leaves your browser."</strong>
+                    " What you paste is read and played on this page; no request is made with it, and it is not put in the link."
                 </p>
-            })}
-            <div class="kh-paste-row">
-                <label class="kh-file">
-                    "Open a file… "
-                    <input type="file" accept=".yaml,.yml,.json,application/json,text/yaml" on:change=on_file/>
+                <label for="kh-paste-text">
+                    "Paste the output of " <code>"kubectl get nodes,pods,services,endpointslices -A -o yaml"</code> " (YAML or JSON), or drop the file here"
                 </label>
-                <span class="kh-muted">{format!("Up to {} MB.", kubehops_objects::cluster::MAX_BYTES >> 20)}</span>
+                <textarea
+                    id="kh-paste-text"
+                    node_ref=area
+                    spellcheck="false"
+                    autocomplete="off"
+                    rows="8"
+                    prop:value=initial
+                    on:input=on_input
+                    on:paste=on_paste
+                    on:dragover=move |ev: leptos::ev::DragEvent| ev.prevent_default()
+                    on:drop=on_drop
+                ></textarea>
+                {move || hidden.get().map(|n| view! {
+                    <p class="kh-paste-kept" data-testid="paste-kept">
+                        {format!("Your {} of text is kept and read, but not shown in the box: a text box that large would freeze the page. Typing or pasting in the box replaces it. ", kubehops_objects::cluster::size_text(n))}
+                        <button type="button" class="kh-seg-btn" on:click=clear>"Clear it"</button>
+                    </p>
+                })}
+                <div class="kh-paste-row">
+                    <label class="kh-file">
+                        "Open a file… "
+                        <input type="file" accept=".yaml,.yml,.json,application/json,text/yaml" on:change=on_file/>
+                    </label>
+                    <span class="kh-muted">{format!("Up to {} MB.", kubehops_objects::cluster::MAX_BYTES >> 20)}</span>
+                </div>
+                {problem}
             </div>
-            {status}
+            {result}
         </section>
     }
 }

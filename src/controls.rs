@@ -1,4 +1,5 @@
-//! Play/Pause, Previous, Next, Restart, the step indicator, the actions,
+//! Play/Pause, Previous, Next, Restart, the step indicator (which is also
+//! how a scenario's actions, "DNS Lookup" and "Send Request", are reached),
 //! the scenario's parameters as controls (tabs, buttons, switches), its
 //! demos and the random pick switch.
 
@@ -81,14 +82,27 @@ fn Icon(d: &'static str) -> impl IntoView {
     }
 }
 
+/// From this many steps the step indicator shows numbers, with the
+/// current step's title only, on narrow screens (see style.css)…
+const COMPACT_NARROW: usize = 4;
+/// …and from this many at every width.
+const COMPACT_ALWAYS: usize = 6;
+
 #[component]
 pub fn StepIndicator() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let p = ctx.player;
     // Titles come from the scenario, which new parameters rebuild.
     let titles = Memo::new(move |_| p.scenario.with(|s| s.steps.iter().map(|st| st.title.clone()).collect::<Vec<String>>()));
+    // Many steps (the lab's ten) do not fit a row with their titles: the
+    // pills are numbers, and only the current one shows its title (the
+    // others show theirs on hover and focus). The title stays in every
+    // button's name. Narrow screens do this from four steps on.
+    let n = Memo::new(move |_| titles.with(Vec::len));
+    let some = move || n.get() >= COMPACT_NARROW;
+    let many = move || n.get() >= COMPACT_ALWAYS;
     view! {
-        <nav class="kh-steps" aria-label="Steps">
+        <nav class="kh-steps" class:kh-steps-some=some class:kh-steps-many=many aria-label="Steps">
             <ol>
                 {move || {
                     let titles = titles.get();
@@ -101,8 +115,13 @@ pub fn StepIndicator() -> impl IntoView {
                             // readers ("Step 3 of 5: Type LoadBalancer"), so it
                             // contains the label a speech user reads off the screen.
                             let of = format!(" of {n}: ");
+                            // Where along the row a compact pill's tip sits: 0 (first,
+                            // from the row's left) to 100 (last, to its right).
+                            // Set through the CSSOM, which the page's CSP allows (a
+                            // style attribute it refuses).
+                            let along = (i * 100 / n.saturating_sub(1).max(1)).to_string();
                             view! {
-                                <li>
+                                <li style=("--along", along)>
                                     <button
                                         type="button"
                                         class="kh-step"
@@ -207,20 +226,56 @@ pub fn ParamControls() -> impl IntoView {
         (!shown.is_empty()).then(|| {
             view! {
                 <div class="kh-params">
-                    {shown.into_iter().map(|spec| view! { <ParamControl spec=spec/> }).collect_view()}
+                    {shown
+                        .iter()
+                        .map(|spec| {
+                            let only = only_for(spec, &shown);
+                            view! { <ParamControl spec=spec.clone() only=only/> }
+                        })
+                        .collect_view()}
                 </div>
             }
         })
     }
 }
 
+/// When a parameter applies, in the words of the controls that decide it:
+/// "Only for NodePort or LoadBalancer", "Only for NodePort and Laptop".
+fn only_for(spec: &ParamSpec, all: &[ParamSpec]) -> String {
+    let conds: Vec<String> = spec
+        .when
+        .iter()
+        .map(|(key, values)| {
+            let options = all.iter().find(|s| &s.key == key).and_then(|s| match &s.kind {
+                ParamKind::Choice { options, .. } | ParamKind::Set { options } => Some(options.as_slice()),
+                _ => None,
+            });
+            let labels: Vec<&str> = values.iter().map(|v| options.and_then(|o| o.iter().find(|c| &c.value == v)).map_or(v.as_str(), |c| c.label.as_str())).collect();
+            match labels.split_last() {
+                Some((last, [])) => last.to_string(),
+                Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+                None => String::new(),
+            }
+        })
+        .collect();
+    if conds.is_empty() {
+        String::new()
+    } else {
+        format!("Only for {}", conds.join(" and "))
+    }
+}
+
+/// A parameter that does not apply to the current choice (the explorer's
+/// externalTrafficPolicy on ClusterIP) stays in its place, disabled, with
+/// a tip that says when it applies: the toolbar is as tall on every tab,
+/// so the canvas does not jump.
 #[component]
-fn ParamControl(spec: ParamSpec) -> impl IntoView {
+fn ParamControl(spec: ParamSpec, only: String) -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let p = ctx.player;
     let applies = {
         let spec = spec.clone();
-        move || p.scenario.with(|s| spec.applies(&s.params))
+        Memo::new(move |_| p.scenario.with(|s| spec.applies(&s.params)))
     };
     let body = match spec.kind.clone() {
         ParamKind::Choice { options, style: ChoiceStyle::Tabs, .. } => view! { <Tabs key=spec.key.clone() label=spec.label.clone() options=options/> }.into_any(),
@@ -231,7 +286,18 @@ fn ParamControl(spec: ParamSpec) -> impl IntoView {
         ParamKind::Set { options } => view! { <ReadySet key=spec.key.clone() label=spec.label.clone() options=options/> }.into_any(),
         ParamKind::Seed | ParamKind::Manifest => ().into_any(),
     };
-    view! { <div class="kh-param" class:hidden=move || !applies()>{body}</div> }
+    if spec.when.is_empty() {
+        return view! { <div class="kh-param">{body}</div> }.into_any();
+    }
+    let off = move || !applies.get();
+    // A fieldset disables every control in it; while it does, its tip
+    // (also its name, for a screen reader) says when the controls apply.
+    view! {
+        <fieldset class="kh-param" disabled=off title=move || off().then(|| only.clone())>
+            {body}
+        </fieldset>
+    }
+    .into_any()
 }
 
 /// A tab list: one tab per value, arrow keys move between them.
@@ -440,38 +506,6 @@ pub fn Demos() -> impl IntoView {
                             view! {
                                 <button type="button" class="kh-btn kh-btn-small kh-demo" aria-pressed=pressed on:click=move |_| p.apply_demo(&id)>
                                     {format!("Demo: {label}")}
-                                </button>
-                            }
-                        })
-                        .collect_view()}
-                </div>
-            }
-        })
-    }
-}
-
-/// Steps the scenario offers as actions, as buttons named after them.
-#[component]
-pub fn Actions() -> impl IntoView {
-    let ctx = expect_context::<Ctx>();
-    let p = ctx.player;
-    let actions = Memo::new(move |_| p.scenario.with(|s| s.actions.clone()));
-    move || {
-        let list = actions.get();
-        (!list.is_empty()).then(|| {
-            view! {
-                <div class="kh-actions" role="group" aria-label="Actions">
-                    {list
-                        .into_iter()
-                        .map(|a| {
-                            let step = a.step;
-                            let current = move || p.step.get() == step;
-                            view! {
-                                <button type="button" class="kh-btn kh-action" class:current=current aria-pressed=move || current().to_string() on:click=move |_| {
-                                    p.playing.set(false);
-                                    p.go_to(step);
-                                }>
-                                    {a.label}
                                 </button>
                             }
                         })

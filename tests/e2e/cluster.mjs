@@ -165,7 +165,7 @@ for (const [w, h] of [[720, 1400], [1920, 1080]]) {
     await page.selectOption('#kh-menu-service', 'default/web');
     await page.selectOption('#kh-menu-client', 'pod:default/shop-1');
     await page.waitForFunction(() => location.hash.includes('service=default/web') && location.hash.includes('client=pod:default/shop-1'));
-    await page.getByRole('button', { name: 'Send Request', exact: true }).click();
+    await page.getByRole('button', { name: /^Step \d+ of \d+: Send Request$/ }).click();
     await page.waitForFunction(() => document.querySelector('.kh').dataset.step === '3');
     await page.waitForFunction(() => document.querySelector('.kh').dataset.playing === 'false', null, { timeout: 60000 });
     const hash = await page.evaluate(() => location.hash);
@@ -180,6 +180,46 @@ for (const [w, h] of [[720, 1400], [1920, 1080]]) {
     await page.close();
   });
 }
+
+await test('once read, the paste box folds to a line and the canvas is on the first screen (1280×800); "Edit the paste" brings the text back', async () => {
+  const { page, errors } = await open('#/your-cluster/1', { width: 1280, height: 800 });
+  const text = await fixture();
+  await paste(page, text);
+  await page.waitForSelector('.kh-node-card');
+  const line = await page.textContent('[data-testid=paste-summary]');
+  check(line.includes('Read 3 nodes, 2 Pods, 5 Services'), `summary: ${line}`);
+  check(!(await page.locator('#kh-paste-text').isVisible()), 'the paste box is still open');
+  const panel = await page.locator('.kh-paste').boundingBox();
+  check(panel.height < 80, `the folded panel is ${Math.round(panel.height)}px tall`);
+  const canvas = await page.locator('.kh-canvas').boundingBox();
+  const scrolled = await page.evaluate(() => window.scrollY);
+  // Before, the open box put the canvas's top at 546 px, most of it below the fold.
+  check(canvas.y + scrolled <= 400, `the canvas starts at ${Math.round(canvas.y + scrolled)}px, not in the top half of the first screen (800px)`);
+  const play = await page.getByRole('button', { name: /^(Play|Pause)$/ }).boundingBox();
+  check(play.y + play.height <= 800, `Play ends at ${Math.round(play.y + play.height)}px, below the first screen`);
+  // Focus left the box for the line, off the tab order: the shortcuts work.
+  check(await page.evaluate(() => document.activeElement?.classList.contains('kh-paste-ok')), `focus is on ${await page.evaluate(() => document.activeElement?.outerHTML.slice(0, 80))}`);
+  await shoot(page, 'folded-1280');
+  const edit = page.getByRole('button', { name: 'Edit the paste', exact: true });
+  check(await edit.count() === 1, 'no "Edit the paste" button');
+  await edit.click();
+  const box = page.getByLabel(/Paste the output of/);
+  check(await box.isVisible(), 'the box did not open');
+  check(await box.inputValue() === text, 'the text came back changed');
+  await page.waitForFunction(() => document.activeElement?.id === 'kh-paste-text');
+  // Typing in the open box never folds it.
+  await page.keyboard.press('Control+End');
+  await page.keyboard.type('\n');
+  await page.waitForTimeout(200);
+  check(await box.isVisible(), 'typing folded the box');
+  // "Hide the paste" folds it again, the text kept.
+  await page.getByRole('button', { name: 'Hide the paste', exact: true }).click();
+  check(!(await box.isVisible()), 'Hide the paste did not fold the box');
+  await edit.click();
+  check(await box.inputValue() === `${text}\n`, 'the text changed while folded');
+  check(errors.length === 0, errors.join(' | '));
+  await page.close();
+});
 
 await test('a bad paste shows the API server\'s error and keeps the text', async () => {
   const { page } = await open();
@@ -210,7 +250,7 @@ for (const [w, h, format] of [[720, 1400, 'YAML'], [1920, 1080, 'YAML'], [1920, 
     check(cards >= 1 && cards <= 6, `${cards} node cards`);
     const groups = await page.locator('.kh-group').evaluateAll((gs) => gs.map((g) => g.dataset.group));
     check(groups.some((g) => /^\+\d+ nodes$/.test(g)) && groups.some((g) => /^\+\d+ Pods$/.test(g)), `groups: ${groups.join(', ')}`);
-    await page.getByRole('button', { name: 'Send Request', exact: true }).click();
+    await page.getByRole('button', { name: /^Step \d+ of \d+: Send Request$/ }).click();
     await page.waitForFunction(() => document.querySelector('.kh').dataset.playing === 'false', null, { timeout: 60000 });
     check(/KUBE-SVC-/.test(await page.textContent('[data-testid=rules]')), 'no chain names for the big cluster');
     if (format === 'YAML') await shoot(page, `big-${w}`);

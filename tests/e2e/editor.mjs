@@ -92,7 +92,7 @@ await test('a valid edit re-simulates: kubectl, the step and the hops follow', a
   check((await kubectl(page)).includes('80:31234/TCP'), `kubectl: ${await kubectl(page)}`);
   check(new URL(page.url()).hash.includes('tab=nodeport') && new URL(page.url()).hash.includes('manifest='), `link: ${page.url()}`);
   // Send Request from the laptop now dials the typed node port.
-  await page.getByRole('button', { name: 'Send Request', exact: true }).click();
+  await page.getByRole('button', { name: /^Step \d+ of \d+: Send Request$/ }).click();
   await page.evaluate(() => document.activeElement.blur());
   await page.keyboard.press('End');
   await page.waitForFunction(() => document.querySelector('.kh-hoplist')?.innerText.includes(':31234'));
@@ -145,7 +145,7 @@ await test('every scenario offers the editor, and a typed Service plays in each'
     const area = await startEditing(page);
     await area.fill(text);
     await page.waitForSelector('.kh-accepted');
-    await page.getByRole('button', { name: 'Send Request', exact: true }).click();
+    await page.getByRole('button', { name: /^Step \d+ of \d+: Send Request$/ }).click();
     await page.evaluate(() => document.activeElement.blur());
     await page.keyboard.press('End');
     await page.waitForFunction(() => document.querySelectorAll('.kh-hoplist li').length > 1);

@@ -433,6 +433,60 @@ await test('layout: narrow, the narration follows the canvas and controls; wide,
   await wide.page.close();
 });
 
+// Issue 18: the first screen of every scenario holds the canvas's
+// controls. Opening a step plays it, so the button may read Pause.
+const FIRST_LINKS = ['#/nodeport-loadbalancer/1', '#/service-types/1', '#/local-lab/1'];
+await test('first screen: Play is in view without scrolling at 720×900 and 1920×1080, on each scenario\'s first link', async () => {
+  const problems = [];
+  for (const [w, h] of [[720, 900], [1920, 1080]]) {
+    for (const link of FIRST_LINKS) {
+      const { page } = await open(link, { viewport: { width: w, height: h } });
+      const play = page.getByRole('button', { name: /^(Play|Pause)$/ });
+      const b = await play.boundingBox();
+      // In view, and what is drawn at its middle is the button itself.
+      const onTop = await play.evaluate((el) => {
+        const r = el.getBoundingClientRect();
+        const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+        return !!hit && el.contains(hit);
+      });
+      const scrolled = await page.evaluate(() => window.scrollY);
+      if (!b || b.y < 0 || b.y + b.height > h || !onTop || scrolled !== 0) {
+        problems.push(`${link} at ${w}×${h}: Play at y ${b && Math.round(b.y)}–${b && Math.round(b.y + b.height)}${onTop ? '' : ', covered'}${scrolled ? `, scrolled ${scrolled}` : ''}`);
+      }
+      await page.close();
+    }
+  }
+  check(problems.length === 0, problems.join('\n'));
+});
+
+await test('step indicator: one row for the lab\'s ten steps, each a button named with its title, reachable by Tab', async () => {
+  for (const [w, h] of [[720, 900], [1920, 1080]]) {
+    const { page } = await open('#/local-lab/1', { viewport: { width: w, height: h } });
+    const nav = page.getByRole('navigation', { name: 'Steps' });
+    const box = await nav.boundingBox();
+    check(box.height < 56, `${w}px: the step indicator is ${Math.round(box.height)}px tall`);
+    const steps = nav.getByRole('button');
+    check(await steps.count() === 10, `${w}px: ${await steps.count()} step buttons`);
+    await nav.getByRole('button').first().focus();
+    for (let i = 0; i < 10; i++) {
+      const b = steps.nth(i);
+      const title = (await b.locator('.kh-step-title').textContent()).trim();
+      const name = `Step ${i + 1} of 10: ${title}`;
+      check(title.length > 3 && await nav.getByRole('button', { name, exact: true }).count() === 1, `${w}px: no step button named "${name}"`);
+      check(await b.evaluate((el) => el === document.activeElement), `${w}px: Tab did not reach step ${i + 1}`);
+      const r = await b.boundingBox();
+      check(r && r.x >= 0 && r.x + r.width <= w, `${w}px: step ${i + 1} is off screen: ${JSON.stringify(r)}`);
+      await page.keyboard.press('Tab');
+    }
+    // Enter on a focused step opens it.
+    await steps.nth(6).focus();
+    await page.keyboard.press('Enter');
+    check(await currentStep(page) === 7, `${w}px: Enter on step 7 opened step ${await currentStep(page)}`);
+    check(await steps.nth(6).getAttribute('aria-current') === 'step', `${w}px: step 7 not marked current`);
+    await page.close();
+  }
+});
+
 await test('panel text is in rem: the projector rule (1700 px and up) scales it', async () => {
   const sels = ['.kh-hopcap', '.kh-hopkind', '.kh-chip', '.kh-tag', '.kh-rules ol', '.kh-save-main', '.kh-ct-list', '.kh-code'];
   const sizes = async (w) => {
@@ -701,15 +755,62 @@ await test('explorer: five tabs, two clients, DNS Lookup and Send Request are re
   check(await tabs.count() === 5, 'five tabs');
   for (const t of TABS) check(await page.getByRole('tab', { name: t, exact: true }).count() === 1, `no tab ${t}`);
   check(await page.getByRole('tab', { name: 'ClusterIP' }).getAttribute('aria-selected') === 'true', 'ClusterIP selected first');
-  for (const name of ['Pod web', 'Laptop', 'DNS Lookup', 'Send Request']) {
+  for (const name of ['Pod web', 'Laptop']) {
     check(await page.getByRole('button', { name, exact: true }).count() === 1, `no button "${name}"`);
   }
+  check(await page.getByRole('button', { name: 'Step 2 of 3: DNS Lookup', exact: true }).count() === 1, 'no button for DNS Lookup');
+  check(await page.getByRole('button', { name: 'Step 3 of 3: Send Request', exact: true }).count() === 1, 'no button for Send Request');
   // Arrow keys move between tabs, as in any tab list.
   await page.getByRole('tab', { name: 'ClusterIP' }).focus();
   await page.keyboard.press('ArrowRight');
   await page.waitForFunction(() => location.hash.includes('tab=nodeport'));
   check(await page.getByRole('tab', { name: 'NodePort' }).getAttribute('aria-selected') === 'true', 'ArrowRight did not select NodePort');
   await page.close();
+});
+
+await test('explorer: DNS Lookup and Send Request are each one visible control, reached by keyboard', async () => {
+  for (const [w, h] of [[720, 900], [1920, 1080]]) {
+    const { page } = await open('#/service-types/1', { viewport: { width: w, height: h } });
+    for (const [name, step] of [['DNS Lookup', 2], ['Send Request', 3]]) {
+      const named = [];
+      for (const role of ['button', 'link', 'tab', 'menuitem', 'radio', 'option', 'switch', 'checkbox']) {
+        const all = page.getByRole(role, { name });
+        for (let i = 0; i < await all.count(); i++) if (await all.nth(i).isVisible()) named.push(all.nth(i));
+      }
+      check(named.length === 1, `${w}px: ${named.length} visible controls named "${name}"`);
+      await named[0].focus();
+      await page.keyboard.press('Enter');
+      check(await currentStep(page) === step, `${w}px: Enter on "${name}" opened step ${await currentStep(page)}`);
+    }
+    await page.close();
+  }
+});
+
+await test('explorer: the canvas stays put when the tab or the client changes', async () => {
+  const top = (page) => page.locator('.kh-canvas').evaluate((el) => el.getBoundingClientRect().top + window.scrollY);
+  for (const [w, h] of [[720, 900], [1920, 1080]]) {
+    const { page } = await open('#/service-types/1', { viewport: { width: w, height: h } });
+    const first = await top(page);
+    const seen = [];
+    for (const client of ['Pod web', 'Laptop']) {
+      await page.getByRole('button', { name: client, exact: true }).click();
+      for (const t of TABS) {
+        await page.getByRole('tab', { name: t, exact: true }).click();
+        await page.waitForFunction((v) => location.hash.includes(`tab=${v}`) || (v === 'clusterip' && !location.hash.includes('tab=')), t.toLowerCase());
+        seen.push([`${client}/${t}`, await top(page)]);
+      }
+    }
+    const off = seen.filter(([, y]) => Math.abs(y - first) > 1);
+    check(off.length === 0, `${w}px: the canvas starts at ${first}px on the first tab, elsewhere at ${off.map(([k, y]) => `${k} ${y}px`).join(', ')}`);
+    // What does not apply stays in its place, disabled, and says when it applies.
+    await page.getByRole('tab', { name: 'ClusterIP', exact: true }).click();
+    const policy = page.getByRole('switch', { name: 'externalTrafficPolicy: Local' });
+    check(await policy.isVisible() && await policy.isDisabled(), `${w}px: on ClusterIP the policy switch is not shown disabled`);
+    check(await page.getByRole('group', { name: 'Only for NodePort or LoadBalancer' }).count() === 1, `${w}px: the disabled switch does not say when it applies`);
+    await page.getByRole('tab', { name: 'NodePort', exact: true }).click();
+    check(await policy.isEnabled(), `${w}px: on NodePort the policy switch is disabled`);
+    await page.close();
+  }
 });
 
 await test("explorer: each tab's kubectl get svc line is right", async () => {
@@ -787,7 +888,8 @@ await test('explorer: Headless answers three A records, and two after a Pod is m
 
 await test('explorer: a Pod made not Ready loses its rules, marked as removed', async () => {
   const { page } = await open('#/service-types/1/end?notready=api-m3n9q');
-  await page.getByRole('button', { name: 'Node-2', exact: true }).click();
+  // The rules panel's Node-2 (not the laptop's choice of node, disabled here).
+  await page.getByTestId('rules').getByRole('button', { name: 'Node-2', exact: true }).click();
   // The last hop is kube-proxy on Node-2 rewriting its rules.
   const removed = await page.locator('[data-testid=rules] .kh-save-line.removed').count();
   check(removed > 0, 'no removed lines marked on Node-2');

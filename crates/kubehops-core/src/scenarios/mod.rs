@@ -172,7 +172,8 @@ pub struct Scenario {
     pub comparison: Option<Comparison>,
     /// What a what-if hop stands for in this scenario ("ipMode VIP").
     pub what_if: Option<String>,
-    /// Steps offered as actions (buttons named "DNS Lookup", "Send Request").
+    /// Steps offered as actions ("DNS Lookup", "Send Request"); the web app
+    /// reaches them through its step indicator, where they are steps.
     pub actions: Vec<Action>,
 }
 
