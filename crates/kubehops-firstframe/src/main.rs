@@ -24,10 +24,12 @@ use std::path::PathBuf;
 /// Where the frames go in the page, and the marker that says they are there.
 const MARK: &str = "<!-- kubehops-firstframe -->";
 
-/// The size the static drawing is made for: its camera shows the whole
-/// drawing, which the page's stylesheet fits to the frame (the app's own
-/// camera takes over when it mounts).
-const FRAME: (f64, f64) = (1600.0, 950.0);
+/// The frame sizes the first pictures are drawn for, one per width class
+/// of the stylesheet (`.kh-first-narrow` under 560 px, `-medium` under
+/// 1200 px, `-wide` above), each as the canvas is there (16:9.5, at least
+/// 280 px high): the app's camera takes over, from the measured size, when
+/// it mounts.
+const WIDTHS: [(&str, (f64, f64)); 3] = [("narrow", (380.0, 280.0)), ("medium", (700.0, 416.0)), ("wide", (1150.0, 683.0))];
 
 fn main() {
     let dir = std::env::args().nth(1).or_else(|| std::env::var("TRUNK_STAGING_DIR").ok()).map_or_else(|| PathBuf::from("dist"), PathBuf::from);
@@ -106,6 +108,22 @@ fn pick_script(ids: &[String]) -> String {
     )
 }
 
+/// The playback bar and the reading tools as the app first draws them
+/// (`src/controls.rs`, `src/read.rs`), inert: the same room, so nothing
+/// moves when the app takes over.
+const CONTROLS: &str = concat!(
+    r#"<div class="kh-controls" role="group" aria-label="Playback">"#,
+    r#"<button class="kh-btn" type="button" disabled><svg class="kh-icon" viewBox="0 0 24 24" width="18" height="18" aria-hidden="true" focusable="false"><path d="M6 5v14M19 5 9 12l10 7z"></path></svg><span class="kh-btn-text">Restart</span></button>"#,
+    r#"<button class="kh-btn" type="button" disabled><svg class="kh-icon" viewBox="0 0 24 24" width="18" height="18" aria-hidden="true" focusable="false"><path d="M15 5 8 12l7 7"></path></svg><span class="kh-btn-text">Previous</span></button>"#,
+    r#"<button class="kh-btn kh-btn-primary" type="button" disabled><svg class="kh-icon" viewBox="0 0 24 24" width="18" height="18" aria-hidden="true" focusable="false"><path d="M7 4.5v15L19.5 12z"></path></svg><span class="kh-btn-text">Play</span></button>"#,
+    r#"<button class="kh-btn" type="button" disabled><span class="kh-btn-text">Next</span><svg class="kh-icon" viewBox="0 0 24 24" width="18" height="18" aria-hidden="true" focusable="false"><path d="M9 5l7 7-7 7"></path></svg></button>"#,
+    r#"<label class="kh-speed"><span>Speed</span><select disabled><option>1×</option></select></label>"#,
+    r#"<span class="kh-keys" aria-hidden="true"><span><kbd>Space</kbd> play</span><span><kbd>←</kbd><kbd>→</kbd> step</span><span><kbd>,</kbd><kbd>.</kbd> hop</span></span>"#,
+    r#"</div><div class="kh-readtools" role="group" aria-label="Read and export">"#,
+    r#"<span class="kh-btn kh-btn-small">Transcript</span><button class="kh-btn kh-btn-small" type="button" disabled>Print</button>"#,
+    r#"<button class="kh-btn kh-btn-small" type="button" disabled>Download SVG</button><button class="kh-btn kh-btn-small" type="button" disabled>Download PNG</button></div>"#
+);
+
 /// One frame: the page as the app draws it at the scenario's first step,
 /// before anything plays; `None`: the stand-in, the same layout with
 /// nothing in it that could be mistaken for a state.
@@ -116,8 +134,10 @@ fn page(s: Option<&Scenario>) -> String {
     out.push_str(&header(s.map(|s| s.id.as_str())));
     let title = s.map_or("KubeHops", |s| s.title.as_str());
     let _ = write!(out, r#"<div class="kh-titlebar"><h1>{}</h1>{}</div>"#, escape(title), s.map(steps).unwrap_or_default());
+    out.push_str(&s.map(params).unwrap_or_default());
     out.push_str(r#"<main class="kh-main"><section class="kh-stage" aria-label="Animation">"#);
     out.push_str(&canvas(s));
+    out.push_str(CONTROLS);
     out.push_str("</section>");
     out.push_str(&narration(s));
     out.push_str("</main></div>");
@@ -144,7 +164,14 @@ fn header(current: Option<&str>) -> String {
 
 fn steps(s: &Scenario) -> String {
     let n = s.steps.len();
-    let mut out = String::from(r#"<nav class="kh-steps" aria-label="Steps"><ol>"#);
+    // As the app's step indicator (src/controls.rs): compact from four
+    // steps on a narrow screen, always from six.
+    let class = match n {
+        0..=3 => "kh-steps",
+        4 | 5 => "kh-steps kh-steps-some",
+        _ => "kh-steps kh-steps-some kh-steps-many",
+    };
+    let mut out = format!(r#"<nav class="{class}" aria-label="Steps"><ol>"#);
     for (i, st) in s.steps.iter().enumerate() {
         let cur = i == 0;
         let _ = write!(
@@ -160,17 +187,81 @@ fn steps(s: &Scenario) -> String {
     out
 }
 
+/// The scenario's parameter controls as the app first shows them
+/// (`src/controls.rs`: tabs, segmented choices, switches, readiness
+/// switches; one that does not apply yet in a disabled fieldset), inert
+/// until the app takes over.
+fn params(s: &Scenario) -> String {
+    use kubehops_core::scenarios::{ChoiceStyle, ParamKind};
+    let Some(e) = REGISTRY.iter().find(|e| e.id == s.id) else { return String::new() };
+    let specs: Vec<_> = (e.params)()
+        .into_iter()
+        .filter(|sp| !matches!(sp.kind, ParamKind::Seed | ParamKind::Manifest | ParamKind::Choice { style: ChoiceStyle::Demo | ChoiceStyle::Hidden, .. }))
+        .collect();
+    if specs.is_empty() {
+        return String::new();
+    }
+    let switch = |label: &str, on: bool, small: bool| {
+        format!(
+            r#"<label class="kh-switch{}"><input type="checkbox" role="switch" disabled{}><span class="kh-switch-track" aria-hidden="true"><span class="kh-switch-thumb"></span></span><span class="kh-switch-label">{}</span></label>"#,
+            if small { " kh-switch-small" } else { "" },
+            if on { " checked" } else { "" },
+            escape(label)
+        )
+    };
+    let mut out = String::from(r#"<div class="kh-params">"#);
+    for sp in &specs {
+        let body = match &sp.kind {
+            ParamKind::Choice { options, style: ChoiceStyle::Tabs, .. } => {
+                let cur = s.params.choice(&sp.key).unwrap_or_default();
+                let tabs: String = options.iter().map(|c| format!(r#"<button class="kh-tab" type="button" role="tab" aria-selected="{}" disabled>{}</button>"#, c.value == cur, escape(&c.label))).collect();
+                format!(r#"<div class="kh-tabs" role="tablist" aria-label="{}">{tabs}</div>"#, escape(&sp.label))
+            }
+            ParamKind::Choice { options, style: ChoiceStyle::Menu, .. } if options.is_empty() => String::new(),
+            ParamKind::Choice { options, style: ChoiceStyle::Menu, .. } => {
+                let opts: String = options.iter().map(|c| format!("<option>{}</option>", escape(&c.label))).collect();
+                format!(r#"<div class="kh-menu-param"><span class="kh-param-label">{}</span><select class="kh-menu" disabled>{opts}</select></div>"#, escape(&sp.label))
+            }
+            ParamKind::Choice { options, .. } => {
+                let cur = s.params.choice(&sp.key).unwrap_or_default();
+                let btns: String = options.iter().map(|c| format!(r#"<button class="kh-seg-btn" type="button" aria-pressed="{}" disabled>{}</button>"#, c.value == cur, escape(&c.label))).collect();
+                format!(r#"<div class="kh-seg-param" role="group" aria-label="{0}"><span class="kh-param-label" aria-hidden="true">{0}</span><div class="kh-seg">{btns}</div></div>"#, escape(&sp.label))
+            }
+            ParamKind::Toggle { .. } => switch(&sp.label, s.params.toggle(&sp.key), false),
+            ParamKind::Set { options } => {
+                let all: String = options.iter().map(|c| switch(&format!("{} Ready", c.label), !s.params.set_contains(&sp.key, &c.value), true)).collect();
+                format!(r#"<div class="kh-ready-set" role="group" aria-label="Readiness of the Pods">{all}</div>"#)
+            }
+            ParamKind::Seed | ParamKind::Manifest => String::new(),
+        };
+        if sp.when.is_empty() {
+            let _ = write!(out, r#"<div class="kh-param">{body}</div>"#);
+        } else {
+            let _ = write!(out, r#"<fieldset class="kh-param"{}>{body}</fieldset>"#, if sp.applies(&s.params) { "" } else { " disabled" });
+        }
+    }
+    out.push_str("</div>");
+    out
+}
+
 fn canvas(s: Option<&Scenario>) -> String {
     let Some(s) = s else {
         return r#"<figure class="kh-canvas"><svg viewBox="0 0 1600 950" role="img" aria-label="Loading the scenario"></svg><figcaption class="kh-status"><span class="kh-status-text">Loading…</span></figcaption></figure>"#.into();
     };
     let l = Layout::for_scenario(s);
     let f = frame(s, 0, 0.0);
-    let d = drawing::draw(s, &l, &f, Viewport::new(FRAME.0, FRAME.1));
     let c = caption(s, 0, None);
+    // One picture per width class, each with the camera the app would
+    // choose there (legible text, the first hop framed where the whole
+    // does not fit); the stylesheet shows the one for the page's width.
+    let mut svgs = String::new();
+    for (class, (w, h)) in WIDTHS {
+        let d = drawing::draw(s, &l, &f, Viewport::new(w, h));
+        let svg = render(&d, &format!("kh-first-{}-{class}", s.id), &frame_label(s, &f));
+        svgs.push_str(&svg.replacen("<svg ", &format!(r#"<svg class="kh-first-{class}" "#), 1));
+    }
     format!(
-        r#"<figure class="kh-canvas">{}<figcaption class="kh-status"><span class="kh-status-head">{}</span> <span class="kh-status-text">{}</span></figcaption></figure>"#,
-        render(&d, &format!("kh-first-{}", s.id), &frame_label(s, &f)),
+        r#"<figure class="kh-canvas">{svgs}<figcaption class="kh-status"><span class="kh-status-head">{}</span> <span class="kh-status-text">{}</span></figcaption></figure>"#,
         escape(&c.head),
         escape(&c.text)
     )
