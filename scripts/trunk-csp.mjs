@@ -14,8 +14,16 @@ const file = join(dir, 'index.html');
 let html = await readFile(file, 'utf8');
 const inline = /<script type="module"\s*>([\s\S]*?)<\/script>/g;
 let moved = 0;
+// With a first frame in the page (crates/kubehops-firstframe), the wasm
+// waits until that frame is painted: it is not fetched (no preload) before
+// the page has shown the reader something, so the picture's paint never
+// waits on it.
+const firstFrame = html.includes('<!-- kubehops-firstframe -->');
+if (firstFrame) html = html.replace(/\s*<link rel="preload" href="[^"]*\.wasm"[^>]*>/g, '');
+const afterPaint = "await new Promise((ok) => { const go = () => requestAnimationFrame(() => setTimeout(ok, 0)); if (document.readyState === 'complete') go(); else addEventListener('load', go, { once: true }); });\n";
 for (const m of [...html.matchAll(inline)]) {
-  const body = m[1].trim() + '\n';
+  let body = m[1].trim() + '\n';
+  if (firstFrame) body = body.replace(/^(const wasm = await init\()/m, afterPaint + '$1');
   const name = `boot-${createHash('sha256').update(body).digest('hex').slice(0, 16)}.js`;
   await writeFile(join(dir, name), body);
   const sri = `sha384-${createHash('sha384').update(body).digest('base64')}`;

@@ -320,21 +320,33 @@ fn Animation() -> impl IntoView {
                     <RandomPick/>
                     <Legend/>
                 </div>
-                <aside class="kh-side">
-                    <HopDetail/>
-                    <ManifestPanel/>
-                    <KubectlPanel/>
-                    <Evidence/>
-                    <ConntrackPanel/>
-                </aside>
-                <div class="kh-tables">
-                    <RulesPanel/>
-                    <HostPanels/>
-                    <Comparison/>
-                </div>
+                // Drawn a task after the canvas, so the page's first task
+                // stays short (the panels beside and below it can wait a frame).
+                <Later>
+                    <aside class="kh-side">
+                        <HopDetail/>
+                        <ManifestPanel/>
+                        <KubectlPanel/>
+                        <Evidence/>
+                        <ConntrackPanel/>
+                    </aside>
+                    <div class="kh-tables">
+                        <RulesPanel/>
+                        <HostPanels/>
+                        <Comparison/>
+                    </div>
+                </Later>
             </main>
             <PrintTranscript/>
     }
+}
+
+/// Its children, drawn in a task of their own after the first frame.
+#[component]
+fn Later(children: ChildrenFn) -> impl IntoView {
+    let ready = RwSignal::new(false);
+    request_animation_frame(move || set_timeout(move || { let _ = ready.try_set(true); }, std::time::Duration::ZERO));
+    move || ready.get().then(|| children())
 }
 
 /// One entry per scenario of the registry: real links, so the keyboard,

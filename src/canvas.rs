@@ -45,7 +45,13 @@ fn observe_size(el: NodeRef<leptos::svg::Svg>, size: RwSignal<(f64, f64)>) {
         };
         measure();
         let m = measure.clone();
-        let cb = Closure::<dyn Fn()>::new(move || m());
+        // The new size is taken on the next frame, not in the observer's
+        // callback: a change made there that moved layout again would end
+        // the browser's observation loop with an error event.
+        let cb = Closure::<dyn Fn()>::new(move || {
+            let m = m.clone();
+            request_animation_frame(move || m());
+        });
         if let Ok(ro) = web_sys::ResizeObserver::new(cb.as_ref().unchecked_ref()) {
             ro.observe(&svg);
             std::mem::forget(ro);

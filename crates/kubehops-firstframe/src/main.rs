@@ -49,7 +49,9 @@ fn main() {
     if let Err(e) = std::fs::write(dir.join(&name), &pick) {
         fail(&format!("cannot write {name}: {e}"));
     }
-    let out = out.replace("</title>", &format!("</title>\n    <script src=\"./{name}\"></script>"));
+    // In the head, before the body is drawn (only once: the pictures have
+    // titles of their own).
+    let out = out.replacen("</head>", &format!("  <script src=\"./{name}\"></script>\n  </head>"), 1);
     if let Err(e) = std::fs::write(&page, out) {
         fail(&format!("cannot write {}: {e}", page.display()));
     }
