@@ -86,7 +86,7 @@ await test('every step of every scenario: canvas text legible and inside its box
         for (const at of ['', '/end']) {
           const link = `#/${id}/${k}${at}${embed ? '?embed=1' : ''}`;
           await page.goto(`${origin}/${link}`);
-          await page.waitForSelector('.kh-canvas svg .kh-zone');
+          await page.waitForSelector('.kh[data-step] .kh-canvas svg .kh-zone');
           if (present && !(await page.locator('.kh-presenting').count())) { await page.keyboard.press('p'); await page.waitForSelector('.kh-presenting'); }
           await page.waitForTimeout(120);
           const m = await measure(page);
@@ -109,7 +109,7 @@ async function open(link, w = 1600, h = 1000) {
   const page = await browser.newPage();
   await page.setViewportSize({ width: w, height: h });
   await page.goto(`${origin}/${link}`);
-  await page.waitForSelector('.kh-canvas svg .kh-zone');
+  await page.waitForSelector('.kh[data-step] .kh-canvas svg .kh-zone');
   return page;
 }
 const lit = (page) => page.$$eval('.kh-stage .kh-canvas .kh-rule.hit text', (ts) => ts.map((t) => t.textContent.trim()));

@@ -185,7 +185,7 @@ await test('once read, the paste box folds to a line and the canvas is on the fi
   const { page, errors } = await open('#/your-cluster/1', { width: 1280, height: 800 });
   const text = await fixture();
   await paste(page, text);
-  await page.waitForSelector('.kh-node-card');
+  await page.waitForSelector('.kh[data-step] .kh-node-card');
   const line = await page.textContent('[data-testid=paste-summary]');
   check(line.includes('Read 3 nodes, 2 Pods, 5 Services'), `summary: ${line}`);
   check(!(await page.locator('#kh-paste-text').isVisible()), 'the paste box is still open');

@@ -24,7 +24,7 @@ async function open(hash, width = 1600) {
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
   page.on('pageerror', (e) => errors.push(String(e)));
   await page.goto(`${origin}/${hash}`);
-  await page.waitForSelector('.kh-node-card', { timeout: 15000 });
+  await page.waitForSelector('.kh[data-step] .kh-node-card', { timeout: 15000 });
   page.errors = errors;
   return page;
 }

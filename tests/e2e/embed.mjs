@@ -110,7 +110,7 @@ async function open(hash, opts = {}) {
   if (opts.reducedMotion) await page.emulateMedia({ reducedMotion: 'reduce' });
   const errors = await watch(page);
   await page.goto(`${base}${hash}`);
-  await page.waitForSelector('.kh-canvas svg .kh-zone', { timeout: 15000 });
+  await page.waitForSelector('.kh[data-step] .kh-canvas svg .kh-zone', { timeout: 15000 });
   return { page, errors };
 }
 
@@ -261,7 +261,7 @@ async function hostPage(origin, hash, w = 720) {
   };
   await page.waitForFunction(() => document.querySelector('iframe'));
   for (let i = 0; i < 100 && !page.frames().some((x) => x.url().startsWith(appOrigin)); i++) await page.waitForTimeout(100);
-  await (await frame()).waitForSelector('.kh-canvas svg .kh-zone', { timeout: 15000 });
+  await (await frame()).waitForSelector('.kh[data-step] .kh-canvas svg .kh-zone', { timeout: 15000 });
   const messages = () => page.evaluate(() => window.messages);
   const send = (m) => page.evaluate((m) => window.send(m), m);
   // Waits for a message of this type after the n-th one.
@@ -453,7 +453,7 @@ await test('presenter mode at 1920×1080 and 3840×2160: the canvas fills the sc
     for (let k = 1; k <= n; k++) {
       await page.keyboard.press('Escape');
       await page.goto(`${base}#/${id}/${k}/end`);
-      await page.waitForSelector('.kh-canvas svg .kh-zone');
+      await page.waitForSelector('.kh[data-step] .kh-canvas svg .kh-zone');
       await page.keyboard.press('p');
       await page.waitForSelector('.kh-presenting');
       await page.waitForTimeout(250);

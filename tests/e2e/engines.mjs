@@ -198,7 +198,7 @@ window.send = (m) => f.contentWindow.postMessage(m, appOrigin);
   // Opens a fresh document (a new query each time, so never a same-document
   // hash change) and waits for `ready` (in the iframe, for a host page).
   let lastUrl = '';
-  async function open(hash, { base = '/', ready = '.kh-canvas svg .kh-node-card', top = '' } = {}) {
+  async function open(hash, { base = '/', ready = '.kh[data-step] .kh-canvas svg .kh-node-card', top = '' } = {}) {
     lastUrl = top || `${appOrigin}${base}?probe&load=${++loads}${hash}`;
     browser.drain();
     await browser.goto(lastUrl);
@@ -228,7 +228,7 @@ window.send = (m) => f.contentWindow.postMessage(m, appOrigin);
     ]) {
       await open(hash);
       const got = await browser.eval(() => ({
-        cards: document.querySelectorAll('.kh-canvas svg .kh-node-card').length,
+        cards: document.querySelectorAll('.kh[data-step] .kh-canvas svg .kh-node-card').length,
         svg: document.querySelector('.kh-canvas svg').textContent,
         embed: document.querySelectorAll('.kh-embed').length,
         step: document.querySelector('.kh').getAttribute('data-step'),
@@ -316,7 +316,7 @@ window.send = (m) => f.contentWindow.postMessage(m, appOrigin);
         area.dispatchEvent(new Event('input', { bubbles: true }));
       }
     }, fixture);
-    await waitFor(() => !!document.querySelector('.kh-canvas svg .kh-node-card'), [], 'the pasted cluster\'s nodes', 10000);
+    await waitFor(() => !!document.querySelector('.kh[data-step] .kh-canvas svg .kh-node-card'), [], 'the pasted cluster\'s nodes', 10000);
     const summary = await browser.eval(() => document.querySelector('[data-testid=paste-summary]')?.textContent ?? '');
     check(summary.includes('Read 3 nodes, 2 Pods, 5 Services'), `summary: ${summary}`);
     const svg = await browser.eval(() => document.querySelector('.kh-canvas svg').textContent);
@@ -329,7 +329,7 @@ window.send = (m) => f.contentWindow.postMessage(m, appOrigin);
       }, id, value);
     }
     await waitFor(() => location.hash.includes('service=default/web') && location.hash.includes('client=pod:default/shop-1'), [], 'the link to name the Service and client', 5000);
-    await browser.eval(() => [...document.querySelectorAll('button')].find((b) => b.textContent.trim() === 'Send Request').setAttribute('data-e2e', 'send'));
+    await browser.eval(() => [...document.querySelectorAll('button.kh-step')].find((b) => b.textContent.includes('Send Request')).setAttribute('data-e2e', 'send'));
     await browser.click('button[data-e2e=send]');
     await waitFor(() => document.querySelector('.kh').dataset.step === '3', [], 'Send Request to open step 3', 10000);
     await waitFor(() => document.querySelector('.kh').dataset.playing === 'false', [], 'the request to finish playing', 60000);
@@ -341,7 +341,7 @@ window.send = (m) => f.contentWindow.postMessage(m, appOrigin);
 
   await test('postMessage: a host page on another origin frames the app (origins=) and drives it', async () => {
     const src = `${appOrigin}${SUB}?probe&load=${++loads}#/nodeport-loadbalancer/1?embed=1&origins=${hostOrigin}`;
-    await open('', { top: `${hostOrigin}/?src=${encodeURIComponent(src)}`, ready: '.kh-canvas svg .kh-node-card' });
+    await open('', { top: `${hostOrigin}/?src=${encodeURIComponent(src)}`, ready: '.kh[data-step] .kh-canvas svg .kh-node-card' });
     const message = (type, from) => waitFor((type, from) => window.messages.slice(from).find((m) => m && m.type === type), [type, from], type, 10000);
     const count = () => browser.eval(() => window.messages.length);
     const ready = await message('kubehops:ready', 0);

@@ -72,7 +72,7 @@ function firstFrameProbe() {
     new PerformanceObserver((l) => { for (const e of l.getEntries()) kh.longtasks.push({ start: e.startTime, duration: e.duration }); })
       .observe({ type: 'longtask', buffered: true });
   } catch {}
-  const ready = () => document.querySelector('.kh-canvas svg .kh-node-card') && document.querySelector('button[aria-label="Next step"]');
+  const ready = () => document.querySelector('.kh[data-step] .kh-canvas svg .kh-node-card') && document.querySelector('button[aria-label="Next step"]');
   const mo = new MutationObserver(() => {
     if (kh.dom !== undefined || !ready()) return;
     kh.dom = performance.now();
@@ -148,7 +148,7 @@ const scenarios = (await page.evaluate(() => [...document.querySelectorAll('nav[
 async function openHash(hash) {
   await page.evaluate((h) => { location.hash = h; }, hash);
   await page.waitForFunction((h) => location.hash.startsWith(h.replace(/\/1$/, '/')), hash);
-  await page.waitForSelector('.kh-canvas svg .kh-node-card');
+  await page.waitForSelector('.kh[data-step] .kh-canvas svg .kh-node-card');
 }
 
 // ---------------------------------------------------------------- playing

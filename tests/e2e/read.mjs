@@ -48,7 +48,7 @@ async function open(hash = '', opts = {}) {
   page.on('pageerror', (e) => { errors.push(String(e)); consoleErrors.push(`${hash}: ${e}`); });
   page.on('request', (r) => { const u = r.url(); if (!u.startsWith(origin) && !u.startsWith(`blob:${origin}/`)) outside.push(u); });
   await page.goto(`${origin}/${hash}`);
-  await page.waitForSelector('.kh-node-card', { timeout: 20000 });
+  await page.waitForSelector('.kh[data-step] .kh-node-card', { timeout: 20000 });
   if (opts.theme !== undefined) await setTheme(page, opts.theme);
   return { page, errors };
 }

@@ -64,7 +64,7 @@ async function open(hash = '', opts = {}) {
     }
   });
   await page.goto(`${origin}${opts.base ?? '/'}${hash}`);
-  await page.waitForSelector('.kh-node-card', { timeout: 15000 });
+  await page.waitForSelector('.kh[data-step] .kh-node-card', { timeout: 15000 });
   return { page, errors };
 }
 
@@ -305,7 +305,7 @@ await test('a paused hop stays in the link: #/…/4/3 reloads at hop 3', async (
   };
   await at3('opened');
   await page.reload();
-  await page.waitForSelector('.kh-node-card');
+  await page.waitForSelector('.kh[data-step] .kh-node-card');
   await at3('reloaded');
   // Choosing a hop writes it; the end is /end; playing names only the step.
   await page.getByRole('button', { name: /^Show hop 1[:( ]/ }).click();
@@ -321,7 +321,7 @@ await test('a paused hop stays in the link: #/…/4/3 reloads at hop 3', async (
   // With a seed, the seed stays last.
   await page.goto(`${origin}/#/nodeport-loadbalancer/2/4?seed=42`);
   await page.reload();
-  await page.waitForSelector('.kh-node-card');
+  await page.waitForSelector('.kh[data-step] .kh-node-card');
   check(page.url().endsWith('#/nodeport-loadbalancer/2/4?seed=42') && (await page.getAttribute('.kh-status', 'data-hop')).startsWith('4/6'), `seeded: ${page.url()}`);
   // Editing the hash by hand opens the new position and is not overwritten.
   await page.evaluate(() => { location.hash = '#/nodeport-loadbalancer/5/2'; });
@@ -832,7 +832,7 @@ await test("explorer: each tab's kubectl get svc line is right", async () => {
   }
   // LoadBalancer is <pending> until the cloud answers.
   await page.goto(`${origin}/#/service-types/1/2?tab=loadbalancer`);
-  await page.waitForSelector('.kh-node-card');
+  await page.waitForSelector('.kh[data-step] .kh-node-card');
   check((await svcRow(page, 'api')).includes('<pending>'), `not pending early: ${await svcRow(page, 'api')}`);
   await page.close();
 });
@@ -973,7 +973,7 @@ await test('lab: EXTERNAL-IP stays <pending> without a controller and gets a poo
   const { page } = await open('#/local-lab/4/end');
   check((await svcRow(page, 'booking')).includes('<pending>'), `stage 4: ${await svcRow(page, 'booking')}`);
   await page.goto(`${origin}/#/local-lab/5/end`);
-  await page.waitForSelector('.kh-node-card');
+  await page.waitForSelector('.kh[data-step] .kh-node-card');
   const row = await svcRow(page, 'booking');
   check(/172\.18\.0\.(5\d|[6-9]\d|100)\s/.test(row), `stage 5: not a pool address: ${row}`);
   await page.close();
