@@ -132,12 +132,11 @@ pub fn file_stem(s: &Scenario, f: &Frame) -> String {
 mod tests {
     use super::*;
     use crate::scenarios::build_default;
-    use crate::scene::{frame, Layout};
+    use crate::scene::frame;
 
     #[test]
     fn the_label_names_the_step_the_hop_and_its_rewrites() {
         let s = build_default("nodeport-loadbalancer").unwrap();
-        let l = Layout::new(&s.actors);
         // Step 2, hop 2: Node-2 DNATs to the Pod on Node-3 and masquerades.
         let f = frame(&s, 1, 2.0);
         let label = frame_label(&s, &f);

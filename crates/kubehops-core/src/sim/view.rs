@@ -36,24 +36,6 @@ impl RuleSummary {
             | RuleSummary::Reject { lines, .. } => lines,
         }
     }
-
-    /// The summary's short line on a node's card: `10.96.0.50:80 → SVC`,
-    /// `NodePort :31000 → EXT`, `SVC → 1 Pod`, `SVC → 3 Pods, random`.
-    pub fn text(&self) -> String {
-        match self {
-            RuleSummary::ClusterIp { addr, .. } => format!("{addr} → SVC"),
-            RuleSummary::NodePort { port, .. } => format!("NodePort :{port} → EXT"),
-            RuleSummary::LoadBalancerIp { addr, .. } => format!("LB {addr} → EXT"),
-            RuleSummary::ExternalIp { addr, .. } => format!("external {addr} → EXT"),
-            // A pick at random only among several.
-            RuleSummary::Endpoints { targets, .. } => match targets.len() {
-                1 => "SVC → 1 Pod".to_string(),
-                n if n > 1 => format!("SVC → {n} Pods, random"),
-                _ => "SVC → no Pods".to_string(),
-            },
-            RuleSummary::Reject { addr, .. } => format!("{addr}: REJECT, no endpoints"),
-        }
-    }
 }
 
 /// One `iptables-save` line of a node, with what it belongs to.
@@ -210,33 +192,5 @@ impl View {
 
     pub fn balancer(&self, id: ActorId) -> BalancerView {
         self.balancers.iter().find(|(a, _)| *a == id).map_or(BalancerView::Absent, |(_, b)| b.clone())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::net::ip;
-
-    fn eps(n: u8) -> RuleSummary {
-        RuleSummary::Endpoints { targets: (0..n).map(|i| SockAddr::new(ip(10, 244, 1, 5 + i), 8080)).collect(), lines: vec![] }
-    }
-
-    #[test]
-    fn a_summary_says_how_many_pods_and_picks_at_random_only_among_several() {
-        assert_eq!(eps(1).text(), "SVC → 1 Pod");
-        assert_eq!(eps(2).text(), "SVC → 2 Pods, random");
-        assert_eq!(eps(3).text(), "SVC → 3 Pods, random");
-        assert_eq!(eps(0).text(), "SVC → no Pods");
-    }
-
-    #[test]
-    fn each_kind_of_summary_has_its_line() {
-        let addr = SockAddr::new(ip(10, 96, 0, 50), 80);
-        assert_eq!(RuleSummary::ClusterIp { addr, lines: vec![] }.text(), "10.96.0.50:80 → SVC");
-        assert_eq!(RuleSummary::NodePort { port: 31000, lines: vec![] }.text(), "NodePort :31000 → EXT");
-        assert_eq!(RuleSummary::LoadBalancerIp { addr: SockAddr::new(ip(203, 0, 113, 7), 80), lines: vec![] }.text(), "LB 203.0.113.7:80 → EXT");
-        assert_eq!(RuleSummary::ExternalIp { addr: SockAddr::new(ip(192, 0, 2, 10), 80), lines: vec![] }.text(), "external 192.0.2.10:80 → EXT");
-        assert_eq!(RuleSummary::Reject { addr, lines: vec![] }.text(), "10.96.0.50:80: REJECT, no endpoints");
     }
 }
