@@ -20,7 +20,21 @@ let moved = 0;
 // waits on it.
 const firstFrame = html.includes('<!-- kubehops-firstframe -->');
 if (firstFrame) html = html.replace(/\s*<link rel="preload" href="[^"]*\.wasm"[^>]*>/g, '');
-const afterPaint = "await new Promise((ok) => { const go = () => requestAnimationFrame(() => setTimeout(ok, 0)); if (document.readyState === 'complete') go(); else addEventListener('load', go, { once: true }); });\n";
+// "Painted" is when the browser reports the page's largest paint (it does
+// so once that frame is on screen, which can be a frame after the paint
+// itself), or two frames after load where there is no such report.
+const afterPaint = [
+  "await new Promise((ok) => {",
+  "  const next = () => requestAnimationFrame(() => setTimeout(ok, 0));",
+  "  const painted = () => {",
+  "    if (!(PerformanceObserver.supportedEntryTypes ?? []).includes('largest-contentful-paint')) { requestAnimationFrame(next); return; }",
+  "    let done = false; const go = () => { if (!done) { done = true; o.disconnect(); next(); } };",
+  "    const o = new PerformanceObserver(go); o.observe({ type: 'largest-contentful-paint', buffered: true }); setTimeout(go, 1000);",
+  "  };",
+  "  if (document.readyState === 'complete') painted(); else addEventListener('load', painted, { once: true });",
+  "});",
+  "",
+].join('\n');
 for (const m of [...html.matchAll(inline)]) {
   let body = m[1].trim() + '\n';
   if (firstFrame) body = body.replace(/^(const wasm = await init\()/m, afterPaint + '$1');

@@ -315,13 +315,16 @@ fn Animation() -> impl IntoView {
                     <ReadTools/>
                 </section>
                 <Narration/>
-                <div class="kh-extras">
-                    <Demos/>
-                    <RandomPick/>
-                    <Legend/>
-                </div>
-                // Drawn a task after the canvas, so the page's first task
-                // stays short (the panels beside and below it can wait a frame).
+                // Each drawn in a task of its own after the canvas, so no
+                // start-up task is long (what is beside and below the canvas
+                // can wait a frame; the first frame never showed it).
+                <Later>
+                    <div class="kh-extras">
+                        <Demos/>
+                        <RandomPick/>
+                        <Legend/>
+                    </div>
+                </Later>
                 <Later>
                     <aside class="kh-side">
                         <HopDetail/>
@@ -330,6 +333,8 @@ fn Animation() -> impl IntoView {
                         <Evidence/>
                         <ConntrackPanel/>
                     </aside>
+                </Later>
+                <Later>
                     <div class="kh-tables">
                         <RulesPanel/>
                         <HostPanels/>
@@ -341,7 +346,8 @@ fn Animation() -> impl IntoView {
     }
 }
 
-/// Its children, drawn in a task of their own after the first frame.
+/// Its children, drawn in a task of their own after the next frame: a
+/// timeout per `Later`, so two of them are two tasks, not one.
 #[component]
 fn Later(children: ChildrenFn) -> impl IntoView {
     let ready = RwSignal::new(false);

@@ -7,9 +7,10 @@
 use crate::app::Ctx;
 use kubehops_core::decimal::{fixed, trimmed};
 use kubehops_core::scene::camera::Viewport;
-use kubehops_core::scene::drawing::{self, Group, HopPlan, Span, Text, Trail, ARROW_LEN, ARROW_W};
+use kubehops_core::scene::drawing::{self, Group, HopPlan, Trail, ARROW_LEN, ARROW_W};
+use kubehops_core::scene::svg;
 use kubehops_core::scene::style::{kind_style, KINDS};
-use kubehops_core::scene::Frame;
+use kubehops_core::scene::{Frame, Point};
 use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -25,32 +26,59 @@ fn points(path: &[kubehops_core::scene::Point]) -> String {
     path.iter().map(|p| format!("{},{}", fixed(p.x, 1), fixed(p.y, 1))).collect::<Vec<_>>().join(" ")
 }
 
+thread_local! {
+    /// The size of the first frame's canvas (`crates/kubehops-firstframe`),
+    /// read before the app mounts: the app's canvas has the same layout, so
+    /// its first drawing needs no layout of its own to be measured.
+    static FIRST_SIZE: std::cell::Cell<Option<(f64, f64)>> = const { std::cell::Cell::new(None) };
+}
+
+/// Reads the size of the first frame's canvas while the page still shows
+/// it. Its layout is done (it was painted), so this forces no layout;
+/// measuring the app's own canvas while it is being built would.
+pub fn remember_first_frame_size() {
+    let Ok(list) = document().query_selector_all("#kh-first svg") else { return };
+    let size = (0..list.length())
+        .filter_map(|i| list.item(i)?.dyn_into::<web_sys::Element>().ok())
+        .map(|e| e.get_bounding_client_rect())
+        .map(|r| (r.width().round(), r.height().round()))
+        .find(|&(w, h)| w > 0.0 && h > 0.0);
+    FIRST_SIZE.with(|c| c.set(size));
+}
+
 /// The size of the canvas's drawing area in CSS pixels, kept up to date
-/// by a ResizeObserver.
+/// by a ResizeObserver. The first canvas starts at the first frame's size
+/// (its observer corrects it on the next frame if the two differ); any
+/// later one measures itself once.
 fn observe_size(el: NodeRef<leptos::svg::Svg>, size: RwSignal<(f64, f64)>) {
+    if let Some(first) = FIRST_SIZE.with(|c| c.take()) {
+        size.set(first);
+    }
     Effect::new(move |_| {
         let Some(svg) = el.get() else { return };
         let svg: web_sys::Element = svg.unchecked_into();
-        let measure = {
-            let svg = svg.clone();
-            move || {
+        if size.get_untracked().0 == 0.0 {
+            let r = svg.get_bounding_client_rect();
+            if r.width() > 0.0 {
+                size.set((r.width().round(), r.height().round()));
+            }
+        }
+        // The new size is read off the observer's entry (measuring the
+        // element again would force a layout, when the page is often in
+        // the middle of changing), and set on the next frame, not in the
+        // callback: a change made there that moved layout again would end
+        // the browser's observation loop with an error event.
+        let cb = Closure::<dyn Fn(js_sys::Array)>::new(move |entries: js_sys::Array| {
+            let Some(e) = entries.iter().last().and_then(|e| e.dyn_into::<web_sys::ResizeObserverEntry>().ok()) else { return };
+            let r = e.content_rect();
+            let now = (r.width().round(), r.height().round());
+            request_animation_frame(move || {
                 // The observer outlives a canvas that is taken down (a
                 // transcript still, a scenario switch): its signal may be gone.
-                let r = svg.get_bounding_client_rect();
-                let now = (r.width().round(), r.height().round());
                 if now.0 > 0.0 && size.try_get_untracked().is_some_and(|was| was != now) {
                     let _ = size.try_set(now);
                 }
-            }
-        };
-        measure();
-        let m = measure.clone();
-        // The new size is taken on the next frame, not in the observer's
-        // callback: a change made there that moved layout again would end
-        // the browser's observation loop with an error event.
-        let cb = Closure::<dyn Fn()>::new(move || {
-            let m = m.clone();
-            request_animation_frame(move || m());
+            });
         });
         if let Ok(ro) = web_sys::ResizeObserver::new(cb.as_ref().unchecked_ref()) {
             ro.observe(&svg);
@@ -106,6 +134,10 @@ pub fn Canvas() -> impl IntoView {
         let t = if f.progress.fract() == 0.0 { 1.0 } else { f.progress.fract() };
         plan_now.with(|p| p.as_ref().map(|p| p.token(t)))
     });
+    // The token as two memos: where it is (every frame) and what it looks
+    // like (a new hop, a new card), so a frame only moves it.
+    let token_at = Memo::new(move |_| token.with(|t| t.as_ref().map(|t| t.at)));
+    let token_look = Memo::new(move |_| token.with(|t| t.as_ref().map(|t| drawing::Token { at: Default::default(), ..t.clone() })));
     let cam = Memo::new(move |_| {
         let f = ctx.frame.get();
         let world = ctx.layout.with(|l| l.world());
@@ -149,7 +181,7 @@ pub fn Canvas() -> impl IntoView {
                 <g class="kh-trails">
                     <For each=move || trails.get() key=|t| (t.hop, t.current, drawing::trail_key(t)) children=move |t| view! { <TrailView trail=t ctx=ctx/> }/>
                 </g>
-                {move || token.get().map(|t| view! { <TokenView token=t ctx=ctx/> })}
+                {move || token_look.get().map(|t| view! { <TokenView token=t at=token_at ctx=ctx/> })}
             </svg>
             {(ctx.figure == 0).then(|| view! { <Caption/> })}
         </figure>
@@ -195,39 +227,12 @@ fn Caption() -> impl IntoView {
     }
 }
 
-fn text_view(t: Text) -> impl IntoView {
-    let one = t.spans.len() == 1;
-    let size = t.size();
-    let class = if one { classes(&t.spans[0]) } else { String::new() };
-    let content = if one { t.spans[0].text.clone() } else { String::new() };
-    view! {
-        <text x=n(t.x) y=n(t.y) text-anchor=t.anchor.as_str() font-size=n(size) class=class>
-            {(!one).then(|| {
-                t.spans
-                    .into_iter()
-                    .map(|s| {
-                        let c = classes(&s);
-                        let fs = n(s.role.size());
-                        view! { <tspan class=c font-size=fs>{s.text}</tspan> }
-                    })
-                    .collect_view()
-            })}
-            {one.then_some(content)}
-        </text>
-    }
-}
-
-fn classes(s: &Span) -> String {
-    match s.class {
-        Some(c) => format!("{} {c}", s.role.class()),
-        None => s.role.class().to_string(),
-    }
-}
-
-/// A group of the drawing, and its children.
+/// A group of the drawing: its element, which the keyed list keeps or
+/// replaces, and its insides as the core writes them (`scene::svg`).
 #[component]
 fn GroupView(group: Group) -> impl IntoView {
-    let Group { class, data, title, shapes, texts, children, .. } = group;
+    let inner = svg::group_inner(&group);
+    let Group { class, data, .. } = group;
     let (data_name, data_value) = data.map_or((None, None), |(k, v)| (Some(k), Some(v)));
     view! {
         <g
@@ -236,19 +241,8 @@ fn GroupView(group: Group) -> impl IntoView {
             data-node=(data_name == Some("node")).then(|| data_value.clone()).flatten()
             data-pod=(data_name == Some("pod")).then(|| data_value.clone()).flatten()
             data-group=(data_name == Some("group")).then(|| data_value.clone()).flatten()
-        >
-            {title.map(|t| view! { <title>{t}</title> })}
-            {shapes
-                .into_iter()
-                .map(|s| {
-                    let r = s.rect;
-                    let c = (!s.class.is_empty()).then_some(s.class);
-                    view! { <rect class=c x=n(r.x) y=n(r.y) width=n(r.w) height=n(r.h) rx=n(s.rx)></rect> }
-                })
-                .collect_view()}
-            {texts.into_iter().map(text_view).collect_view()}
-            {children.into_iter().map(|g| view! { <GroupView group=g/> }.into_any()).collect_view()}
-        </g>
+            inner_html=inner
+        ></g>
     }
 }
 
@@ -265,29 +259,19 @@ fn TrailView(trail: Trail, ctx: Ctx) -> impl IntoView {
     }
 }
 
-/// The token: its pill on the route and its card beside it.
+/// The token: its pill on the route and its card beside it, drawn once
+/// per look; a frame only moves it to `at`.
 #[component]
-fn TokenView(token: drawing::Token, ctx: Ctx) -> impl IntoView {
-    let p = token.at;
-    let card = token.card.clone();
-    let tone = card.tone.map(|t| format!(" tone-{t}")).unwrap_or_default();
+fn TokenView(token: drawing::Token, at: Memo<Option<Point>>, ctx: Ctx) -> impl IntoView {
+    let p = move || at.get().unwrap_or_default();
     view! {
         <g
             class=token.class()
             data-testid=(ctx.figure == 0).then_some("packet")
-            data-x=fixed(p.x, 1)
-            data-y=fixed(p.y, 1)
-            transform=format!("translate({} {})", fixed(p.x, 1), fixed(p.y, 1))
-        >
-            {card.leader(&token.pill).map(|(a, b)| view! { <line class="kh-leader" x1=n(a.x) y1=n(a.y) x2=n(b.x) y2=n(b.y)></line> })}
-            <g class=format!("kh-card{tone}") transform=format!("translate({} {})", n(card.offset.x), n(card.offset.y))>
-                <rect width=n(card.w) height=n(card.h) rx="7"></rect>
-                {card.texts.into_iter().map(text_view).collect_view()}
-            </g>
-            <g class="kh-pill">
-                <rect x=n(-token.pill.w / 2.0) y=n(-token.pill.h / 2.0) width=n(token.pill.w) height=n(token.pill.h) rx=n(token.pill.h / 2.0)></rect>
-                <text y="4.5" text-anchor="middle" font-size="13">{token.pill.label}</text>
-            </g>
-        </g>
+            data-x=move || fixed(p().x, 1)
+            data-y=move || fixed(p().y, 1)
+            transform=move || format!("translate({} {})", fixed(p().x, 1), fixed(p().y, 1))
+            inner_html=svg::token_inner(&token)
+        ></g>
     }
 }

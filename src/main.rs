@@ -14,8 +14,25 @@ mod present;
 mod read;
 
 fn main() {
-    leptos::mount::mount_to_body(app::App);
-    take_over_the_first_frame();
+    // Start-up in tasks of their own, so none blocks the page for long:
+    // the wasm's instantiation ends this one; the next reads the canvas
+    // size off the first frame and builds the scenario the link names;
+    // the next draws the page around it (and the first frame gives way in
+    // that same task); the panels beside and below the canvas come after
+    // (`app::Later`).
+    then(|| {
+        canvas::remember_first_frame_size();
+        player::prebuild(&leptos::prelude::window().location().hash().unwrap_or_default());
+        then(|| {
+            leptos::mount::mount_to_body(app::App);
+            take_over_the_first_frame();
+        });
+    });
+}
+
+/// Runs `f` in a task of its own.
+fn then(f: impl FnOnce() + 'static) {
+    leptos::prelude::set_timeout(f, std::time::Duration::ZERO);
 }
 
 /// The page's first frame (the opening states the build wrote into the

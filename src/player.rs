@@ -63,6 +63,18 @@ fn build(id: &str, params: &Params, cluster: &crate::cluster::ClusterRead) -> Bu
     b
 }
 
+/// Builds the scenario a link names, ahead of the app (start-up builds it
+/// in a task of its own, before the page is drawn): the app's first build
+/// of the same (id, parameters) then takes it from `PREBUILT`.
+pub fn prebuild(hash: &str) {
+    let _ = link::parse_with(hash, scenarios::REGISTRY, |id, p| {
+        let b = build(id, p, &None);
+        let n = b.scenario.as_ref().map_or(0, |s| s.steps.len());
+        PREBUILT.with(|c| *c.borrow_mut() = Some((id.to_string(), p.clone(), b)));
+        n
+    });
+}
+
 /// The scenario's own, when a typed Service was refused and nothing was
 /// shown before.
 fn without_edit(id: &str, params: &Params) -> Scenario {

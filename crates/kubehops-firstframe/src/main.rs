@@ -248,7 +248,15 @@ fn params(s: &Scenario) -> String {
 
 fn canvas(s: Option<&Scenario>) -> String {
     let Some(s) = s else {
-        return r#"<figure class="kh-canvas"><svg viewBox="0 0 1600 950" role="img" aria-label="Loading the scenario"></svg><figcaption class="kh-status"><span class="kh-status-text">Loading…</span></figcaption></figure>"#.into();
+        // Says what is happening, and takes the room the step's caption
+        // will take, so the page does not grow when the app draws it.
+        return concat!(
+            r#"<figure class="kh-canvas"><svg viewBox="0 0 1600 950" role="img" aria-label="Loading the scenario"></svg>"#,
+            r#"<figcaption class="kh-status"><span class="kh-status-head">Loading…</span> <span class="kh-status-text">"#,
+            "The model of the cluster is starting in your browser. The picture of this step and what happens in it appear here in a moment.",
+            "</span></figcaption></figure>"
+        )
+        .into();
     };
     let l = Layout::for_scenario(s);
     let f = frame(s, 0, 0.0);

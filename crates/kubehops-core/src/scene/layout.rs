@@ -74,7 +74,7 @@ pub const MAX_PODS_SHOWN: usize = 5;
 /// Height of the group card of nodes without a card of their own.
 const NODE_GROUP_H: f64 = 60.0;
 
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Point {
     pub x: f64,
     pub y: f64,

@@ -1,6 +1,8 @@
-//! A drawing as SVG text: the same elements, classes and attributes the
-//! web canvas makes from it, for renderers without a DOM (the static first
-//! frame the build writes into the page, files).
+//! A drawing as SVG text: the static first frame the build writes into the
+//! page, files, and the web canvas, which writes each group's and the
+//! token's insides from here (one `innerHTML` each, rather than an element
+//! and its attributes per call into the DOM) and keeps only the elements
+//! that change on their own (groups, trails, the token's position).
 //!
 //! Guarantee: everything written is escaped; the output is one `<svg>`
 //! element whose look comes from the page's stylesheet (classes only, no
@@ -87,6 +89,19 @@ fn group(out: &mut String, g: &Group) {
         let _ = write!(out, r#" data-{k}="{}""#, escape(v));
     }
     out.push('>');
+    group_body(out, g);
+    out.push_str("</g>");
+}
+
+/// What goes inside a group's `<g>`: its title, shapes, texts and the
+/// groups it holds.
+pub fn group_inner(g: &Group) -> String {
+    let mut out = String::new();
+    group_body(&mut out, g);
+    out
+}
+
+fn group_body(out: &mut String, g: &Group) {
     if let Some(t) = &g.title {
         let _ = write!(out, "<title>{}</title>", escape(t));
     }
@@ -101,7 +116,6 @@ fn group(out: &mut String, g: &Group) {
     for c in &g.children {
         group(out, c);
     }
-    out.push_str("</g>");
 }
 
 fn trail(out: &mut String, t: &Trail, id: &str) {
@@ -112,9 +126,23 @@ fn trail(out: &mut String, t: &Trail, id: &str) {
 }
 
 fn token(out: &mut String, t: &Token) {
+    let _ = write!(out, r#"<g class="{}" transform="translate({} {})">"#, t.class(), trimmed(t.at.x, 1), trimmed(t.at.y, 1));
+    token_body(out, t);
+    out.push_str("</g>");
+}
+
+/// What goes inside the token's `<g>` (which is moved to `t.at`): the
+/// leader, the card and the pill, around the origin. It does not depend on
+/// `t.at`, so it stays the same while the token moves along its hop.
+pub fn token_inner(t: &Token) -> String {
+    let mut out = String::new();
+    token_body(&mut out, t);
+    out
+}
+
+fn token_body(out: &mut String, t: &Token) {
     let c = &t.card;
     let tone = c.tone.map(|x| format!(" tone-{x}")).unwrap_or_default();
-    let _ = write!(out, r#"<g class="{}" transform="translate({} {})">"#, t.class(), trimmed(t.at.x, 1), trimmed(t.at.y, 1));
     if let Some((a, b)) = c.leader(&t.pill) {
         let _ = write!(out, r#"<line class="kh-leader" x1="{}" y1="{}" x2="{}" y2="{}"></line>"#, n(a.x), n(a.y), n(b.x), n(b.y));
     }
@@ -125,7 +153,7 @@ fn token(out: &mut String, t: &Token) {
     let p = &t.pill;
     let _ = write!(
         out,
-        r#"</g><g class="kh-pill"><rect x="{}" y="{}" width="{}" height="{}" rx="{}"></rect><text y="4.5" text-anchor="middle" font-size="13">{}</text></g></g>"#,
+        r#"</g><g class="kh-pill"><rect x="{}" y="{}" width="{}" height="{}" rx="{}"></rect><text y="4.5" text-anchor="middle" font-size="13">{}</text></g>"#,
         n(-p.w / 2.0),
         n(-p.h / 2.0),
         n(p.w),

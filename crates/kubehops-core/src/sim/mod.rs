@@ -48,7 +48,8 @@ pub struct World {
     pub actors: Actors,
     /// The actor of each of `api.nodes`, in the same order.
     node_actors: Vec<ActorId>,
-    /// The rules each node's kube-proxy wrote last, by node index.
+    /// The rules each node's kube-proxy wrote last, by node index. Code
+    /// that writes them calls `World::rules_changed`.
     pub rules: Vec<NodeRules>,
     /// Whether node `i`'s kube-proxy has synced (`rules[i]` holds its
     /// rules). A world built with [`World::new_lazy`] syncs a node only
@@ -88,6 +89,22 @@ pub struct World {
     /// How many connections are open inside a server's answer.
     nesting: u8,
     trace: Vec<(Hop, View)>,
+    /// Each node's rule lines and summaries as the last view showed them.
+    /// A view is taken at every hop, and rendering every node's rules each
+    /// time was most of a scenario's build (63 % of the local lab's); the
+    /// rules seldom change between two hops.
+    #[serde(skip)]
+    rule_views: std::cell::RefCell<Vec<Option<RuleViewCache>>>,
+}
+
+/// One node's part of [`World::view`], and the focus it was made for
+/// (it was made from the node's rules: `World::rules_changed` clears it
+/// when they change).
+#[derive(Clone, Debug)]
+struct RuleViewCache {
+    focus: Vec<ObjectRef>,
+    summaries: Vec<RuleSummary>,
+    lines: Vec<RuleLine>,
 }
 
 impl World {
@@ -120,6 +137,7 @@ impl World {
             next_client_port: 51000,
             nesting: 0,
             trace: Vec::new(),
+            rule_views: Default::default(),
         };
         for s in w.api.services() {
             w.created.insert(s.object_ref(), 0);
@@ -242,10 +260,14 @@ impl World {
         }
     }
 
-    /// Node `i`'s rules changed: views from the next hop on show the new ones.
+    /// Node `i`'s rules changed: views from the next hop on show the new
+    /// ones (and render them again).
     fn rules_changed(&mut self, i: usize) {
         if let Some(s) = self.rules_since.get_mut(i) {
             *s = Some(self.trace.len());
+        }
+        if let Some(c) = self.rule_views.get_mut().get_mut(i) {
+            *c = None;
         }
     }
 
@@ -347,10 +369,11 @@ impl World {
 
     pub fn view(&self) -> View {
         let nodes = (0..self.api.nodes.len())
-            .map(|i| NodeView {
+            .map(|i| (i, self.rule_view(i)))
+            .map(|(i, (rules, iptables))| NodeView {
                 node: self.node_actors[i],
-                rules: self.focus.iter().flat_map(|f| summarise(&self.rules[i], f)).collect(),
-                iptables: self.focus.iter().flat_map(|f| self.rules[i].service_rule_lines(&f.namespace, &f.name)).collect(),
+                rules,
+                iptables,
                 matched: Vec::new(),
                 synced: self.is_synced(i),
                 conntrack: self.conntrack[i].entries.iter().map(|e| ConntrackLine { text: e.render(self.clock), original: e.original, state: e.state }).collect(),
@@ -384,6 +407,22 @@ impl World {
             })
             .collect();
         View { clock: self.clock, kubectl: self.kubectl_get_svc(), nodes, balancers, not_ready, hosts, services }
+    }
+
+    /// Node `i`'s rule summaries and lines for the Services in focus,
+    /// rendered again only when its rules or the focus changed.
+    fn rule_view(&self, i: usize) -> (Vec<RuleSummary>, Vec<RuleLine>) {
+        let mut cache = self.rule_views.borrow_mut();
+        if cache.len() <= i {
+            cache.resize(i + 1, None);
+        }
+        if let Some(c) = cache[i].as_ref().filter(|c| c.focus == self.focus) {
+            return (c.summaries.clone(), c.lines.clone());
+        }
+        let summaries: Vec<RuleSummary> = self.focus.iter().flat_map(|f| summarise(&self.rules[i], f)).collect();
+        let lines: Vec<RuleLine> = self.focus.iter().flat_map(|f| self.rules[i].service_rule_lines(&f.namespace, &f.name)).collect();
+        cache[i] = Some(RuleViewCache { focus: self.focus.clone(), summaries: summaries.clone(), lines: lines.clone() });
+        (summaries, lines)
     }
 
     fn host_view(&self, h: &HostNet) -> HostView {
