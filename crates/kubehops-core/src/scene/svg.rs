@@ -96,9 +96,7 @@ fn group(out: &mut String, g: &Group) {
 /// What goes inside a group's `<g>`: its title, shapes, texts and the
 /// groups it holds.
 pub fn group_inner(g: &Group) -> String {
-    let mut out = String::new();
-    group_body(&mut out, g);
-    out
+    written(|out| group_body(out, g))
 }
 
 fn group_body(out: &mut String, g: &Group) {
@@ -135,8 +133,13 @@ fn token(out: &mut String, t: &Token) {
 /// leader, the card and the pill, around the origin. It does not depend on
 /// `t.at`, so it stays the same while the token moves along its hop.
 pub fn token_inner(t: &Token) -> String {
+    written(|out| token_body(out, t))
+}
+
+/// What `write` writes, as a string of its own.
+fn written(write: impl FnOnce(&mut String)) -> String {
     let mut out = String::new();
-    token_body(&mut out, t);
+    write(&mut out);
     out
 }
 
@@ -185,6 +188,35 @@ mod tests {
         }
         assert_eq!(svg.matches("<polyline").count(), d.trails.len());
         assert!(!svg.contains("style="), "no inline style: the page's CSP refuses it");
+    }
+
+    /// The canvas sets these as `innerHTML`: a name from a pasted cluster
+    /// must stay text there.
+    #[test]
+    fn a_group_s_insides_keep_hostile_names_as_text() {
+        let s = build_default("nodeport-loadbalancer").unwrap();
+        let l = Layout::for_scenario(&s);
+        let d = drawing::draw(&s, &l, &frame(&s, 1, 2.0), Viewport::new(1200.0, 700.0));
+        let mut g = d.groups.iter().find(|g| !g.texts.is_empty()).expect("a group with texts").clone();
+        g.title = Some("</title><script>alert(1)</script>".into());
+        g.texts[0].spans[0].text = "</text></g><img src=x onerror=alert(1)>".into();
+        let inner = group_inner(&g);
+        assert!(!inner.contains("<script") && !inner.contains("<img"), "{inner}");
+        assert!(inner.contains("&lt;/text&gt;&lt;/g&gt;&lt;img src=x onerror=alert(1)&gt;"));
+        assert_eq!(inner.matches("<text").count(), inner.matches("</text>").count());
+    }
+
+    #[test]
+    fn the_token_s_insides_do_not_move_with_it() {
+        let s = build_default("nodeport-loadbalancer").unwrap();
+        let l = Layout::for_scenario(&s);
+        let vp = Viewport::new(1200.0, 700.0);
+        let a = drawing::draw(&s, &l, &frame(&s, 1, 1.2), vp).token.expect("a token in flight");
+        let b = drawing::draw(&s, &l, &frame(&s, 1, 1.7), vp).token.expect("a token in flight");
+        assert_ne!(a.at, b.at, "the token moved");
+        assert_eq!(token_inner(&a), token_inner(&b));
+        let whole = render(&drawing::draw(&s, &l, &frame(&s, 1, 1.2), vp), "kh", "x");
+        assert!(whole.contains(&token_inner(&a)), "the page's first frame and the canvas write the same token");
     }
 
     #[test]
