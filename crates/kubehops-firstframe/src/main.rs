@@ -253,7 +253,7 @@ fn canvas(s: Option<&Scenario>) -> String {
         return concat!(
             r#"<figure class="kh-canvas"><svg viewBox="0 0 1600 950" role="img" aria-label="Loading the scenario"></svg>"#,
             r#"<figcaption class="kh-status"><span class="kh-status-head">Loading…</span> <span class="kh-status-text">"#,
-            "The model of the cluster is starting in your browser. The picture of this step and what happens in it appear here in a moment.",
+            "The model of the cluster is starting in your browser: it computes this step from the API server, kube-proxy's rules and conntrack. The picture of the step and what happens in it appear here in a moment.",
             "</span></figcaption></figure>"
         )
         .into();
