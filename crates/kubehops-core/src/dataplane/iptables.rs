@@ -543,6 +543,27 @@ impl Table {
     }
 }
 
+/// One `iptables-save` line of a node, with what it belongs to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuleLine {
+    /// Its line number in the node's full `iptables-save` output.
+    pub line: usize,
+    pub table: TableName,
+    pub chain: String,
+    pub text: String,
+    /// The service port it was written for (`default/web`, `default/api:http`).
+    pub owner: Option<String>,
+    pub purpose: Option<Purpose>,
+}
+
+impl RuleLine {
+    /// Two lines are the same rule when chain and text agree; the number
+    /// moves when rules are added above it.
+    pub fn same_rule(&self, other: &RuleLine) -> bool {
+        self.table == other.table && self.chain == other.chain && self.text == other.text
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

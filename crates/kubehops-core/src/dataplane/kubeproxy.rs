@@ -333,7 +333,7 @@ impl NodeRules {
     /// The lines of both tables kube-proxy wrote for Service
     /// `namespace/name`, with their line numbers in [`NodeRules::save`],
     /// chain, owner and purpose.
-    pub fn service_rule_lines(&self, namespace: &str, name: &str) -> Vec<crate::sim::RuleLine> {
+    pub fn service_rule_lines(&self, namespace: &str, name: &str) -> Vec<super::iptables::RuleLine> {
         let own: Vec<&str> = self.services.iter().filter(|s| s.is_port_of(namespace, name)).map(|s| s.port_name.as_str()).collect();
         let mut out = Vec::new();
         for (table, offset) in [(&self.filter, 0), (&self.nat, self.filter_len())] {
@@ -341,7 +341,7 @@ impl NodeRules {
             for c in &table.chains {
                 for r in &c.rules {
                     if r.owner.as_deref().is_some_and(|o| own.contains(&o)) {
-                        out.push(crate::sim::RuleLine { line, table: table.name, chain: c.name.clone(), text: r.render(&c.name), owner: r.owner.clone(), purpose: r.purpose });
+                        out.push(super::iptables::RuleLine { line, table: table.name, chain: c.name.clone(), text: r.render(&c.name), owner: r.owner.clone(), purpose: r.purpose });
                     }
                     line += 1;
                 }
