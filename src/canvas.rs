@@ -128,16 +128,15 @@ pub fn Canvas() -> impl IntoView {
     };
     let plan_now: Memo<Option<HopPlan>> = Memo::new(move |_| plan_of(Some(at.get().2.unwrap_or(0))));
     let plan_before: Memo<Option<HopPlan>> = Memo::new(move |_| plan_of(at.get().2.map(|i| i.saturating_sub(1))));
-    let token = Memo::new(move |_| {
+    // The token as two memos: where it is (every frame) and what it looks
+    // like (the hop's plan: a new hop, a new card), so a frame only moves it.
+    let token_at = Memo::new(move |_| {
         let f = ctx.frame.get();
         f.current?;
-        let t = if f.progress.fract() == 0.0 { 1.0 } else { f.progress.fract() };
-        plan_now.with(|p| p.as_ref().map(|p| p.token(t)))
+        plan_now.with(|p| p.as_ref().map(|p| p.at(drawing::fraction(&f))))
     });
-    // The token as two memos: where it is (every frame) and what it looks
-    // like (a new hop, a new card), so a frame only moves it.
-    let token_at = Memo::new(move |_| token.with(|t| t.as_ref().map(|t| t.at)));
-    let token_look = Memo::new(move |_| token.with(|t| t.as_ref().map(|t| drawing::Token { at: Default::default(), ..t.clone() })));
+    let token_shown = Memo::new(move |_| ctx.frame.with(|f| f.current.is_some()));
+    let token_look = Memo::new(move |_| token_shown.get().then(|| plan_now.with(|p| p.as_ref().map(|p| drawing::Token { at: Point::default(), ..p.token(1.0) }))).flatten());
     let cam = Memo::new(move |_| {
         let f = ctx.frame.get();
         let world = ctx.layout.with(|l| l.world());

@@ -67,12 +67,17 @@ fn build(id: &str, params: &Params, cluster: &crate::cluster::ClusterRead) -> Bu
 /// in a task of its own, before the page is drawn): the app's first build
 /// of the same (id, parameters) then takes it from `PREBUILT`.
 pub fn prebuild(hash: &str) {
-    let _ = link::parse_with(hash, scenarios::REGISTRY, |id, p| {
-        let b = build(id, p, &None);
-        let n = b.scenario.as_ref().map_or(0, |s| s.steps.len());
-        PREBUILT.with(|c| *c.borrow_mut() = Some((id.to_string(), p.clone(), b)));
-        n
-    });
+    let _ = link::parse_with(hash, scenarios::REGISTRY, build_and_keep);
+}
+
+/// Builds (id, parameters) and keeps the result in `PREBUILT` for the
+/// scenario memo; the number of steps, for reading a link. A refused
+/// typed Service shows the scenario's own steps.
+fn build_and_keep(id: &str, p: &Params) -> usize {
+    let b = build(id, p, &None);
+    let n = b.scenario.as_ref().map_or_else(|| without_edit(id, p).steps.len(), |s| s.steps.len());
+    PREBUILT.with(|c| *c.borrow_mut() = Some((id.to_string(), p.clone(), b)));
+    n
 }
 
 /// The scenario's own, when a typed Service was refused and nothing was
@@ -385,13 +390,7 @@ impl Player {
     /// Applies a URL hash: `#/<scenario>/<step>[/<hop>][?key=value&…]`.
     pub fn open_link(&self, hash: &str) {
         // The link names a scenario and step; counting its steps builds it.
-        let parsed = link::parse_with(hash, scenarios::REGISTRY, |id, p| {
-            let b = build(id, p, &None);
-            // A refused typed Service shows the scenario's own steps.
-            let n = b.scenario.as_ref().map_or_else(|| without_edit(id, p).steps.len(), |s| s.steps.len());
-            PREBUILT.with(|c| *c.borrow_mut() = Some((id.to_string(), p.clone(), b)));
-            n
-        });
+        let parsed = link::parse_with(hash, scenarios::REGISTRY, build_and_keep);
         let l = parsed.link;
         self.scenario_id.set(l.scenario.clone());
         self.params.set(l.params);

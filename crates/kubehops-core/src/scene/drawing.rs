@@ -1277,10 +1277,19 @@ impl HopPlan {
     /// The token at fraction `t` (0..=1) of the hop: from the start of
     /// its route to its resting place, eased.
     pub fn token(&self, t: f64) -> Token {
+        Token { hop: self.hop, at: self.at(t), style: self.style, what_if: self.what_if, pill: self.pill.clone(), card: self.card.clone() }
+    }
+
+    /// Where the token's pill is at fraction `t` of the hop: all that
+    /// changes while it moves (its look is the plan's).
+    pub fn at(&self, t: f64) -> Point {
         let len = route_len(&self.route).max(1e-9);
         let start = ((self.pill.w.max(self.pill.h) / 2.0 + 2.0) / len).min(self.rest);
-        let at = if len < 1.0 { point_along(&self.route, 1.0) } else { point_along(&self.route, start + (self.rest - start) * ease(t)) };
-        Token { hop: self.hop, at, style: self.style, what_if: self.what_if, pill: self.pill.clone(), card: self.card.clone() }
+        if len < 1.0 {
+            point_along(&self.route, 1.0)
+        } else {
+            point_along(&self.route, start + (self.rest - start) * ease(t))
+        }
     }
 
     /// What the camera keeps in view at fraction `t`: the hop's ends, its
@@ -1304,7 +1313,7 @@ pub fn token(s: &Scenario, layout: &Layout, f: &Frame) -> Option<Token> {
 }
 
 /// How far along the hop on screen is (1 at rest).
-fn fraction(f: &Frame) -> f64 {
+pub fn fraction(f: &Frame) -> f64 {
     if f.progress.fract() == 0.0 {
         1.0
     } else {
