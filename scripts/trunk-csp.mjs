@@ -4,7 +4,7 @@
 //   Content-Security-Policy: default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'
 // without 'unsafe-inline'. Fails the build if any inline script or style
 // is left. Trunk runs it with TRUNK_STAGING_DIR set (Trunk.toml [[hooks]]).
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, writeFile, unlink } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 
@@ -43,6 +43,26 @@ for (const m of [...html.matchAll(inline)]) {
   const sri = `sha384-${createHash('sha384').update(body).digest('base64')}`;
   html = html.replace(m[0], `<script type="module" src="./${name}" integrity="${sri}"></script>`);
   moved++;
+}
+// The worker (crates/kubehops-worker, src/worker.rs): Trunk names its
+// files after the binary, with no hash, since a worker is started by name.
+// Here they get a hash of their content, as every other asset has (so a
+// cached worker never answers a newer page, and all can be cached for a
+// year), and a loader of their own; the page finds the loader through a
+// <meta name="kubehops-worker">. Relative names resolve against the
+// loader's own address, so the build still works under a sub-path.
+const worker = 'kubehops-worker';
+{
+  const js = await readFile(join(dir, `${worker}.js`));
+  const wasm = await readFile(join(dir, `${worker}_bg.wasm`));
+  const h = createHash('sha256').update(js).update(wasm).digest('hex').slice(0, 16);
+  const base = `${worker}-${h}`;
+  await writeFile(join(dir, `${base}.js`), js);
+  await writeFile(join(dir, `${base}_bg.wasm`), wasm);
+  await writeFile(join(dir, `${base}_loader.js`), `importScripts("./${base}.js");wasm_bindgen("./${base}_bg.wasm");\n`);
+  await Promise.all([`${worker}.js`, `${worker}_bg.wasm`].map((f) => unlink(join(dir, f))));
+  html = html.replace('</head>', `  <meta name="kubehops-worker" content="./${base}_loader.js">\n  </head>`);
+  console.log(`trunk-csp: worker named ${base}`);
 }
 // Whatever is left inline would be refused by the policy: say so now.
 const left = [...html.matchAll(/<script(?![^>]*\bsrc=)[^>]*>[\s\S]*?<\/script>|<style[\s>]|\sstyle="|\son[a-z]+="/gi)].map((m) => m[0].slice(0, 60));

@@ -1,16 +1,17 @@
 //! "Your cluster": the paste box, the file input and drop target, and
 //! what the reader made of the text (the CLI's errors and warnings).
 //!
-//! The pasted text is view state (`Player::pasted`); what was read is a
-//! memo of it (`Player::cluster`, through `kubehops_objects::cluster`, the
-//! CLI's reader), and the scenario a memo of that. Reading errors never
+//! The pasted text is view state (`Player::pasted`); the page's Web
+//! Worker reads it with the CLI's reader and builds the scenario
+//! (`crate::worker`), and its newest answer is `Player::cluster`. While it
+//! works the panel says so and the page stays usable. Reading errors never
 //! touch the text: it stays in the box as the user left it. Nothing is
-//! sent anywhere; the page says so before anything is pasted.
+//! sent off the machine; the page says so before anything is pasted.
 
 use crate::app::Ctx;
 use kubehops_core::scenarios::{self, your_cluster, ParamSpec};
-use kubehops_objects::cluster::{read, Read};
-use kubehops_objects::ReadError;
+use crate::worker::Status;
+use kubehops_core::worker::Cluster;
 use leptos::prelude::*;
 use std::sync::Arc;
 use wasm_bindgen::closure::Closure;
@@ -23,27 +24,14 @@ use wasm_bindgen::JsCast;
 pub const SHOW_MAX: usize = 256 << 10;
 
 /// What the reader made of the pasted text: nothing pasted yet, the
-/// objects with the warnings, or the error as the CLI prints it.
-pub type ClusterRead = Option<Result<Arc<Read>, String>>;
-
-/// Reads the pasted text (named as the CLI names stdin, or the file's
-/// name) as the CLI reads `-f`.
-pub fn read_pasted(name: &str, text: &str) -> ClusterRead {
-    if text.trim().is_empty() {
-        return None;
-    }
-    Some(read(&[(name, text)]).map(Arc::new).map_err(|e| match e {
-        // The CLI prints a rejected object as kubectl does, anything else after `error: `.
-        ReadError::Invalid(_) => e.to_string(),
-        ReadError::Other(m) | ReadError::Syntax { message: m, .. } => format!("error: {m}"),
-    }))
-}
+/// cluster read and built, or the error as the CLI prints it.
+pub type ClusterRead = Option<Result<Arc<Cluster>, String>>;
 
 /// The parameters offered for a scenario: the registry's, or for "Your
 /// cluster" with objects read, those of the cluster (its Services and clients).
 pub fn specs_for(id: &str, cluster: &ClusterRead) -> Vec<ParamSpec> {
     match cluster {
-        Some(Ok(r)) if id == your_cluster::ENTRY.id => your_cluster::params(&r.input),
+        Some(Ok(c)) if id == your_cluster::ENTRY.id => c.specs.clone(),
         _ => scenarios::entry(id).map(|e| (e.params)()).unwrap_or_default(),
     }
 }
@@ -68,8 +56,8 @@ pub fn PastePanel() -> impl IntoView {
     // Set by a paste, a drop or a file; the next text read decides.
     let fold_when_read = RwSignal::new(false);
     let line = NodeRef::<leptos::html::Div>::new();
+    // The worker's answer decides (the paste is read off this thread).
     Effect::new(move |_| {
-        p.pasted.track();
         let ok = p.cluster.with(|c| matches!(c, Some(Ok(_))));
         if !fold_when_read.get_untracked() {
             return;
@@ -153,7 +141,8 @@ pub fn PastePanel() -> impl IntoView {
     // Before a read, or what went wrong: under the box.
     let problem = move || {
         p.cluster.with(|c| match c {
-            None => Some(view! { <p class="kh-paste-note">"Nothing read yet."</p> }.into_any()),
+            None if p.reader.with(|r| *r == Status::Idle) => Some(view! { <p class="kh-paste-note">"Nothing read yet."</p> }.into_any()),
+            None => None,
             Some(Err(e)) => Some(
                 view! {
                     <div class="kh-paste-error" role="alert">
@@ -170,8 +159,7 @@ pub fn PastePanel() -> impl IntoView {
     let result = move || {
         p.cluster.with(|c| {
             let Some(Ok(r)) = c else { return None };
-            let i = &r.input;
-            let summary = format!("Read {} nodes, {} Pods, {} Services and {} EndpointSlices.", i.nodes.len(), i.pods.len(), i.services.len(), i.slices.len());
+            let summary = r.counts.summary();
             let warnings = r.warnings.clone();
             Some(view! {
                 <div class="kh-paste-ok" role="status" tabindex="-1" node_ref=line>
@@ -229,8 +217,37 @@ pub fn PastePanel() -> impl IntoView {
                 </div>
                 {problem}
             </div>
+            <ReaderStatus/>
             {result}
         </section>
+    }
+}
+
+/// What the worker is doing while it reads or builds, or why it stopped.
+/// The page stays usable meanwhile; the text is never lost.
+#[component]
+fn ReaderStatus() -> impl IntoView {
+    let p = expect_context::<Ctx>().player;
+    let size = move || p.pasted.with(|t| kubehops_objects::cluster::size_text(t.len()));
+    let retry = move |_| p.pasted.update(|_| ());
+    move || match p.reader.get() {
+        Status::Idle => None,
+        Status::Starting => Some(view! {
+            <p class="kh-paste-status" role="status" data-testid="paste-status">"Loading kubehops's reader (a part of the page that is fetched only when a cluster is pasted)…"</p>
+        }.into_any()),
+        Status::Working => Some(view! {
+            <p class="kh-paste-status" role="status" data-testid="paste-status">
+                {move || if p.cluster.with(|c| matches!(c, Some(Ok(_)))) { "Building your cluster for the choice made… ".to_string() } else { format!("Reading {}… ", size()) }}
+                "The page stays usable meanwhile."
+            </p>
+        }.into_any()),
+        Status::Failed(why) => Some(view! {
+            <div class="kh-paste-error" role="alert">
+                <p>{format!("kubehops's reader stopped: {why}. The text is kept as you left it. ")}
+                    <button type="button" class="kh-btn kh-btn-small" on:click=retry>"Try again"</button>
+                </p>
+            </div>
+        }.into_any()),
     }
 }
 

@@ -12,6 +12,7 @@ mod panels;
 mod player;
 mod present;
 mod read;
+mod worker;
 
 fn main() {
     // Start-up in tasks of their own, so none blocks the page for long:

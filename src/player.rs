@@ -6,8 +6,10 @@
 use kubehops_core::embed::Display;
 use kubehops_core::link::{self, HopPos, Link, Mode};
 use kubehops_core::scenarios::{self, Params, Scenario, Value};
+use kubehops_core::worker::{Paste, Reply};
 use kubehops_objects::edit::{self, Built, Refusal};
 use leptos::prelude::*;
+use std::sync::Arc;
 
 /// Milliseconds a hop takes at normal speed.
 pub const BEAT_MS: f64 = 1100.0;
@@ -32,9 +34,10 @@ thread_local! {
 
 /// The scenario for (id, parameters), with a typed Service read by the
 /// same reader as the CLI's: `None` in `scenario` when it was refused.
+/// "Your cluster" with a cluster read is the worker's build of it.
 fn build(id: &str, params: &Params, cluster: &crate::cluster::ClusterRead) -> Built {
-    if let (true, Some(Ok(r))) = (id == scenarios::your_cluster::ENTRY.id, cluster) {
-        return Built { scenario: Some(scenarios::your_cluster::build(&r.input, params)), refusal: None };
+    if let (true, Some(Ok(c))) = (id == scenarios::your_cluster::ENTRY.id, cluster) {
+        return Built { scenario: Some(c.scenario.clone()), refusal: None };
     }
     let kept = PREBUILT.with(|c| {
         let mut c = c.borrow_mut();
@@ -120,8 +123,14 @@ pub struct Player {
     /// name errors give it (`STDIN`, or the file's name). Never in the link.
     pub pasted: RwSignal<String>,
     pub pasted_name: RwSignal<String>,
-    /// What the reader made of it.
-    pub cluster: Memo<crate::cluster::ClusterRead>,
+    /// What the reader made of it: the worker's newest answer
+    /// (`crate::worker`), with "Your cluster" built for the parameters.
+    pub cluster: RwSignal<crate::cluster::ClusterRead>,
+    /// Where the worker's reading and building stands.
+    pub reader: RwSignal<crate::worker::Status>,
+    /// Whether the request in flight is a rebuild for new parameters (the
+    /// step then plays again when its answer comes), not a new paste.
+    rebuilding: StoredValue<bool>,
 }
 
 impl Player {
@@ -130,7 +139,7 @@ impl Player {
         let params = RwSignal::new(params);
         let pasted = RwSignal::new(String::new());
         let pasted_name = RwSignal::new("STDIN".to_string());
-        let cluster = Memo::new(move |_| pasted.with(|t| crate::cluster::read_pasted(&pasted_name.get(), t)));
+        let cluster = RwSignal::new(None);
         // What the core built for (id, parameters), with a typed Service's
         // refusal. Only "Your cluster" depends on the paste.
         let built = Memo::new(move |_| {
@@ -163,6 +172,48 @@ impl Player {
             pasted,
             pasted_name,
             cluster,
+            reader: RwSignal::new(crate::worker::Status::Idle),
+            rebuilding: StoredValue::new(false),
+        }
+        .reading_pastes()
+    }
+
+    /// Hands each new paste to the worker, and each change of parameters
+    /// on "Your cluster" once a cluster is read; the newest answer becomes
+    /// `cluster`. Empty text clears what was read, with no worker.
+    fn reading_pastes(self) -> Player {
+        let p = self;
+        Effect::new(move |_| {
+            let text = p.pasted.get();
+            if text.trim().is_empty() {
+                crate::worker::cancel(p.reader);
+                p.cluster.set(None);
+                return;
+            }
+            p.rebuilding.set_value(false);
+            let paste = Paste { name: p.pasted_name.get_untracked(), text };
+            crate::worker::send(Some(paste), p.params.get_untracked(), p.reader, move |r| p.take_reply(r));
+        });
+        Effect::new(move |first: Option<()>| {
+            let params = p.params.get();
+            let here = p.scenario_id.get() == scenarios::your_cluster::ENTRY.id;
+            if first.is_none() || !here || !p.cluster.with_untracked(|c| matches!(c, Some(Ok(_)))) {
+                return;
+            }
+            p.rebuilding.set_value(true);
+            crate::worker::send(None, params, p.reader, move |r| p.take_reply(r));
+        });
+        self
+    }
+
+    /// The worker's answer: what was read, and the scenario built. A
+    /// rebuild for new parameters plays the step again, as a change of
+    /// parameters does on the other scenarios.
+    fn take_reply(&self, r: Reply) {
+        self.cluster.set(r.outcome.map(|o| o.map(Arc::new)));
+        self.clamp_step();
+        if self.rebuilding.get_value() {
+            self.go_to(self.step.get_untracked());
         }
     }
 

@@ -17,7 +17,9 @@
 //! - [`link`]: the URL that opens any state, and [`compact`]: an edited
 //!   manifest packed to travel in it;
 //! - [`embed`]: how it is shown (embedded, themed, presented) and the
-//!   messages it exchanges with a host page and a presenter view.
+//!   messages it exchanges with a host page and a presenter view;
+//! - [`worker`]: the messages between the page and the Web Worker that
+//!   reads a pasted cluster and builds it.
 //!
 //! Nothing here depends on a browser: every type is plain data with serde.
 
@@ -36,3 +38,4 @@ pub mod scenarios;
 pub mod scene;
 pub mod sim;
 pub mod sort;
+pub mod worker;

@@ -1,0 +1,70 @@
+//! What the page's Web Worker does: it reads a pasted cluster with the
+//! CLI's reader (`kubehops_objects::cluster`), keeps it, and builds "Your
+//! cluster" for the parameters the page asks for, answering with
+//! [`kubehops_core::worker::Reply`]. The browser glue is in `main.rs`;
+//! everything here is plain Rust, tested natively.
+//!
+//! The page loads this worker only when a cluster is first pasted or
+//! dropped, so neither the reader nor the YAML parser is on its critical
+//! path.
+
+use kubehops_core::scenarios::{your_cluster, Params};
+use kubehops_core::worker::{Cluster, Counts, Reply, Request};
+use kubehops_objects::cluster::{read, Read};
+use kubehops_objects::ReadError;
+
+/// The worker's state: the last text it read, as read.
+#[derive(Default)]
+pub struct Reader {
+    kept: Option<Result<Read, String>>,
+}
+
+impl Reader {
+    /// Answers a request: reads the paste if there is one (replacing what
+    /// was kept), then builds the cluster kept for the parameters.
+    pub fn answer(&mut self, req: Request) -> Reply {
+        if let Some(p) = req.paste {
+            self.kept = read_pasted(&p.name, &p.text);
+        }
+        let outcome = self.kept.as_ref().map(|k| match k {
+            Ok(r) => Ok(cluster(r, &req.params)),
+            Err(e) => Err(e.clone()),
+        });
+        Reply { seq: req.seq, outcome }
+    }
+
+    /// [`Reader::answer`] on the JSON the page sends, answered in JSON.
+    /// A message that is not a request (which only a page and worker from
+    /// different builds would exchange) is answered with an error.
+    pub fn answer_json(&mut self, text: &str) -> String {
+        let reply = match serde_json::from_str::<Request>(text) {
+            Ok(req) => self.answer(req),
+            Err(e) => Reply { seq: 0, outcome: Some(Err(format!("error: the page and its reader disagree on a message: {e}"))) },
+        };
+        serde_json::to_string(&reply).unwrap_or_else(|e| format!("{{\"seq\":{},\"outcome\":{{\"Err\":\"error: {e}\"}}}}", reply.seq))
+    }
+}
+
+/// Reads the pasted text (named as the CLI names stdin, or the file's
+/// name) as the CLI reads `-f`; `None` for text with nothing in it.
+pub fn read_pasted(name: &str, text: &str) -> Option<Result<Read, String>> {
+    if text.trim().is_empty() {
+        return None;
+    }
+    Some(read(&[(name, text)]).map_err(|e| match e {
+        // The CLI prints a rejected object as kubectl does, anything else after `error: `.
+        ReadError::Invalid(_) => e.to_string(),
+        ReadError::Other(m) | ReadError::Syntax { message: m, .. } => format!("error: {m}"),
+    }))
+}
+
+/// What the page needs of a cluster read, built for `params`.
+fn cluster(r: &Read, params: &Params) -> Cluster {
+    let i = &r.input;
+    Cluster {
+        counts: Counts { nodes: i.nodes.len(), pods: i.pods.len(), services: i.services.len(), slices: i.slices.len() },
+        warnings: r.warnings.clone(),
+        specs: your_cluster::params(i),
+        scenario: your_cluster::build(i, params).without_snapshots(),
+    }
+}

@@ -1,0 +1,67 @@
+//! The worker reads as the CLI reads and builds what the page would have
+//! built itself: the same scenario as `your_cluster::build` on the CLI's
+//! reading, less the snapshots the page never draws.
+
+use kubehops_core::scenarios::{your_cluster, ParamKind, Params, Value};
+use kubehops_core::worker::{Paste, Reply, Request};
+use kubehops_objects::cluster;
+use kubehops_worker::Reader;
+
+fn paste(seq: u64, text: &str, params: Params) -> Request {
+    Request { seq, paste: Some(Paste { name: "STDIN".into(), text: text.into() }), params }
+}
+
+#[test]
+fn a_paste_is_read_and_built_as_the_cli_reads_and_builds_it() {
+    let yaml = cluster::example_yaml(4, 12, 5);
+    let p = Params::default();
+    let reply = Reader::default().answer(paste(3, &yaml, p.clone()));
+    assert_eq!(reply.seq, 3);
+    let c = reply.outcome.expect("something read").expect("read");
+    let r = cluster::read(&[("STDIN", &yaml)]).unwrap();
+    assert_eq!(c.counts.summary(), format!("Read 4 nodes, 12 Pods, 5 Services and {} EndpointSlices.", r.input.slices.len()));
+    assert_eq!(c.warnings, r.warnings);
+    assert_eq!(c.specs, your_cluster::params(&r.input));
+    let own = your_cluster::build(&r.input, &p);
+    assert!(own.steps.iter().any(|s| s.snapshot.is_some()), "the build keeps snapshots, so dropping them is tested");
+    assert_eq!(c.scenario, own.without_snapshots());
+    assert!(c.scenario.steps.iter().all(|s| s.snapshot.is_none()));
+}
+
+#[test]
+fn new_parameters_rebuild_the_cluster_kept_without_sending_it_again() {
+    let yaml = cluster::example_yaml(4, 12, 5);
+    let mut w = Reader::default();
+    let first = w.answer(paste(1, &yaml, Params::default())).outcome.unwrap().unwrap();
+    let other = first
+        .specs
+        .iter()
+        .find_map(|s| match &s.kind {
+            ParamKind::Choice { options, default, .. } if s.key == "service" => options.iter().find(|c| &c.value != default).map(|c| c.value.clone()),
+            _ => None,
+        })
+        .expect("a second Service");
+    let p = Params::default().with("service", Value::Choice(other.clone()));
+    let again = w.answer(Request { seq: 2, paste: None, params: p.clone() });
+    let c = again.outcome.unwrap().unwrap();
+    assert_eq!(c.scenario.params.choice("service"), Some(other.as_str()));
+    assert_ne!(c.scenario, first.scenario);
+}
+
+#[test]
+fn bad_text_gets_the_clis_error_and_empty_text_clears_what_was_read() {
+    let mut w = Reader::default();
+    let Reply { outcome, .. } = w.answer(paste(1, "kind: [unclosed", Params::default()));
+    let e = outcome.unwrap().unwrap_err();
+    assert!(e.starts_with("error: "), "{e}");
+    assert!(e.contains("STDIN"), "errors name the paste as the CLI names stdin: {e}");
+    assert_eq!(w.answer(paste(2, "  \n", Params::default())).outcome, None);
+    assert_eq!(w.answer(Request { seq: 3, paste: None, params: Params::default() }).outcome, None, "nothing kept");
+}
+
+#[test]
+fn a_message_that_is_not_a_request_is_answered_with_an_error() {
+    let text = Reader::default().answer_json("{\"seq\": \"x\"}");
+    let reply: Reply = serde_json::from_str(&text).unwrap();
+    assert!(reply.outcome.unwrap().unwrap_err().contains("disagree"));
+}
