@@ -190,6 +190,13 @@ impl Player {
                 p.cluster.set(None);
                 return;
             }
+            if text.len() > kubehops_objects::cluster::MAX_BYTES {
+                // Refused at once, as the reader would refuse it, with no
+                // megabytes sent to the worker to be refused there.
+                crate::worker::cancel(p.reader);
+                p.cluster.set(Some(Err(format!("error: {}", kubehops_objects::cluster::too_large(text.len())))));
+                return;
+            }
             p.rebuilding.set_value(false);
             let paste = Paste { name: p.pasted_name.get_untracked(), text };
             crate::worker::send(Some(paste), p.params.get_untracked(), p.reader, move |r| p.take_reply(r));

@@ -92,8 +92,8 @@ pub fn cancel(status: RwSignal<Status>) {
 }
 
 fn post(worker: &web_sys::Worker, req: &Request) {
-    if let Ok(text) = serde_json::to_string(req) {
-        let _ = worker.post_message(&JsValue::from_str(&text));
+    if let Ok(bytes) = postcard::to_allocvec(req) {
+        let _ = worker.post_message(&js_sys::Uint8Array::from(&bytes[..]));
     }
 }
 
@@ -111,8 +111,8 @@ fn start(status: RwSignal<Status>, answer: Rc<dyn Fn(Reply)>) -> Option<Rc<RefCe
     let handle = Rc::new(RefCell::new(Handle { worker: worker.clone(), ready: false, waiting: None }));
     let h = handle.clone();
     let on_message = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
-        let Some(text) = ev.data().as_string() else { return };
-        if text == "ready" {
+        let data = ev.data();
+        if data.as_string().as_deref() == Some("ready") {
             let mut h = h.borrow_mut();
             h.ready = true;
             if let Some(req) = h.waiting.take() {
@@ -124,7 +124,8 @@ fn start(status: RwSignal<Status>, answer: Rc<dyn Fn(Reply)>) -> Option<Rc<RefCe
             return;
         }
         let newest = NEWEST.with(Cell::get);
-        match serde_json::from_str::<Reply>(&text) {
+        let bytes = js_sys::Uint8Array::new(&data).to_vec();
+        match postcard::from_bytes::<Reply>(&bytes) {
             Ok(reply) if reply.seq == newest => {
                 status.set(Status::Idle);
                 answer(reply);

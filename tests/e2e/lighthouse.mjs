@@ -38,7 +38,7 @@ const TYPES = {
   '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8',
   '.wasm': 'application/wasm', '.svg': 'image/svg+xml', '.json': 'application/json',
 };
-const HASHED = /-[0-9a-f]{16}(_bg|_loader)?\.[a-z0-9]+$/;
+const HASHED = /-[0-9a-f]{15,16}(_bg|_loader)?\.[a-z0-9]+$/;
 const files = new Map(); // path -> { body, etag }
 async function load(file) {
   if (!files.has(file)) {

@@ -33,15 +33,19 @@ impl Reader {
         Reply { seq: req.seq, outcome }
     }
 
-    /// [`Reader::answer`] on the JSON the page sends, answered in JSON.
-    /// A message that is not a request (which only a page and worker from
-    /// different builds would exchange) is answered with an error.
-    pub fn answer_json(&mut self, text: &str) -> String {
-        let reply = match serde_json::from_str::<Request>(text) {
+    /// [`Reader::answer`] on the bytes the page sends (postcard, see
+    /// [`kubehops_core::worker`]), answered in the same form. A message
+    /// that is not a request (which only a page and worker from different
+    /// builds would exchange) is answered with an error.
+    pub fn answer_bytes(&mut self, bytes: &[u8]) -> Vec<u8> {
+        let reply = match postcard::from_bytes::<Request>(bytes) {
             Ok(req) => self.answer(req),
             Err(e) => Reply { seq: 0, outcome: Some(Err(format!("error: the page and its reader disagree on a message: {e}"))) },
         };
-        serde_json::to_string(&reply).unwrap_or_else(|e| format!("{{\"seq\":{},\"outcome\":{{\"Err\":\"error: {e}\"}}}}", reply.seq))
+        postcard::to_allocvec(&reply).unwrap_or_else(|e| {
+            let fallback = Reply { seq: reply.seq, outcome: Some(Err(format!("error: the answer could not be written: {e}"))) };
+            postcard::to_allocvec(&fallback).unwrap_or_default()
+        })
     }
 }
 

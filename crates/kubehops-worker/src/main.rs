@@ -19,9 +19,10 @@ mod glue {
         let reader = RefCell::new(kubehops_worker::Reader::default());
         let out = scope.clone();
         let on = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-            let Some(text) = ev.data().as_string() else { return };
-            let reply = reader.borrow_mut().answer_json(&text);
-            let _ = out.post_message(&JsValue::from_str(&reply));
+            let bytes = js_sys::Uint8Array::new(&ev.data()).to_vec();
+            let reply = js_sys::Uint8Array::from(&reader.borrow_mut().answer_bytes(&bytes)[..]);
+            // The answer's buffer is handed over, not copied.
+            let _ = out.post_message_with_transfer(&reply, &js_sys::Array::of1(&reply.buffer()));
         });
         scope.set_onmessage(Some(on.as_ref().unchecked_ref()));
         on.forget();

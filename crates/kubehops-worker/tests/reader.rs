@@ -61,7 +61,40 @@ fn bad_text_gets_the_clis_error_and_empty_text_clears_what_was_read() {
 
 #[test]
 fn a_message_that_is_not_a_request_is_answered_with_an_error() {
-    let text = Reader::default().answer_json("{\"seq\": \"x\"}");
-    let reply: Reply = serde_json::from_str(&text).unwrap();
-    assert!(reply.outcome.unwrap().unwrap_err().contains("disagree"));
+    let bytes = Reader::default().answer_bytes(&[0xff, 0xff, 0xff]);
+    let reply: Reply = postcard::from_bytes(&bytes).unwrap();
+    assert!(reply.outcome.unwrap().unwrap_err().contains("disagree"), "an error, not a panic");
+}
+
+/// postcard writes no field names, so a field skipped when writing (serde's
+/// `skip_serializing_if`) would shift all after it: every scenario, with
+/// its snapshots and every parameter's values, must come back equal.
+#[test]
+fn every_scenario_survives_the_trip_through_postcard() {
+    let mut n = 0;
+    for e in kubehops_core::scenarios::REGISTRY {
+        for spec in (e.params)() {
+            let ParamKind::Choice { options, .. } = &spec.kind else { continue };
+            for c in options {
+                let p = Params::default().with(&spec.key, Value::Choice(c.value.clone()));
+                let s = (e.build)(&p);
+                let back: kubehops_core::scenarios::Scenario = postcard::from_bytes(&postcard::to_allocvec(&s).unwrap()).unwrap();
+                assert!(back == s, "{} with {}={} changed on the way", e.id, spec.key, c.value);
+                n += 1;
+            }
+        }
+    }
+    assert!(n > 10, "only {n} scenarios tried");
+}
+
+#[test]
+fn a_big_cluster_travels_in_a_fraction_of_its_json() {
+    let yaml = cluster::example_yaml(50, 2000, 500);
+    let reply = Reader::default().answer(paste(1, &yaml, Params::default()));
+    let bytes = postcard::to_allocvec(&reply).unwrap();
+    let json = serde_json::to_string(&reply).unwrap();
+    let back: Reply = postcard::from_bytes(&bytes).unwrap();
+    assert!(back == reply);
+    println!("a 50-node cluster's answer: postcard {} bytes, JSON {}", bytes.len(), json.len());
+    assert!(bytes.len() * 3 < json.len() * 2, "postcard {} bytes, JSON {}", bytes.len(), json.len());
 }

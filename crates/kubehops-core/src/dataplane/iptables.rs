@@ -151,11 +151,13 @@ pub enum Purpose {
 pub struct Rule {
     pub matches: Vec<Match>,
     pub target: Target,
-    /// Not rendered; see [`Purpose`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Not rendered; see [`Purpose`]. (Fields are always written, `None`
+    /// too: the page's worker sends scenarios, whose snapshots hold rules,
+    /// in postcard, where a field left out would shift the ones after it.)
+    #[serde(default)]
     pub purpose: Option<Purpose>,
     /// The service port kube-proxy wrote it for (`default/web`), if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub owner: Option<String>,
 }
 

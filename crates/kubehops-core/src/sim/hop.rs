@@ -71,8 +71,10 @@ pub struct MatchedRule {
     pub purpose: Option<crate::dataplane::iptables::Purpose>,
     /// The service port kube-proxy wrote it for (`kube-system/kube-dns:dns`),
     /// as the rule's `owner`: the views show that Service's rules on the
-    /// node it matched on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// node it matched on. (Always written, even when `None`: the page's
+    /// worker sends scenarios in postcard, which has no field names, so a
+    /// field left out would shift every field after it.)
+    #[serde(default)]
     pub owner: Option<String>,
     /// The field its target rewrites: a DNAT the destination, a
     /// MASQUERADE the source (at the end of the walk).
