@@ -55,11 +55,14 @@ const worker = 'kubehops-worker';
 {
   const js = await readFile(join(dir, `${worker}.js`));
   const wasm = await readFile(join(dir, `${worker}_bg.wasm`));
-  const h = createHash('sha256').update(js).update(wasm).digest('hex').slice(0, 16);
+  // A wasm that fails to arrive or compile rejects a promise, which the
+  // page would never hear of (only uncaught errors reach it): say it.
+  const loader = (b) => `importScripts("./${b}.js");wasm_bindgen("./${b}_bg.wasm").catch((e) => postMessage("failed: " + e));\n`;
+  const h = createHash('sha256').update(js).update(wasm).update(loader('')).digest('hex').slice(0, 16);
   const base = `${worker}-${h}`;
   await writeFile(join(dir, `${base}.js`), js);
   await writeFile(join(dir, `${base}_bg.wasm`), wasm);
-  await writeFile(join(dir, `${base}_loader.js`), `importScripts("./${base}.js");wasm_bindgen("./${base}_bg.wasm");\n`);
+  await writeFile(join(dir, `${base}_loader.js`), loader(base));
   await Promise.all([`${worker}.js`, `${worker}_bg.wasm`].map((f) => unlink(join(dir, f))));
   html = html.replace('</head>', `  <meta name="kubehops-worker" content="./${base}_loader.js">\n  </head>`);
   console.log(`trunk-csp: worker named ${base}`);

@@ -112,6 +112,11 @@ fn start(status: RwSignal<Status>, answer: Rc<dyn Fn(Reply)>) -> Option<Rc<RefCe
     let h = handle.clone();
     let on_message = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
         let data = ev.data();
+        if let Some(why) = data.as_string().as_deref().and_then(|t| t.strip_prefix("failed: ")) {
+            // Its loader could not fetch or compile the wasm.
+            fail(status, why.to_string());
+            return;
+        }
         if data.as_string().as_deref() == Some("ready") {
             let mut h = h.borrow_mut();
             h.ready = true;
@@ -137,14 +142,7 @@ fn start(status: RwSignal<Status>, answer: Rc<dyn Fn(Reply)>) -> Option<Rc<RefCe
     let on_error = Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
         ev.prevent_default();
         let why = ev.message();
-        let why = if why.is_empty() { "its script or wasm did not load".to_string() } else { why };
-        status.set(Status::Failed(why));
-        // The next request starts a new worker.
-        WORKER.with(|w| {
-            if let Some(old) = w.borrow_mut().take() {
-                old.borrow().worker.terminate();
-            }
-        });
+        fail(status, if why.is_empty() { "its script did not load".to_string() } else { why });
     });
     worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
@@ -152,6 +150,17 @@ fn start(status: RwSignal<Status>, answer: Rc<dyn Fn(Reply)>) -> Option<Rc<RefCe
     on_error.forget();
     WORKER.with(|w| *w.borrow_mut() = Some(handle.clone()));
     Some(handle)
+}
+
+/// Says why the worker stopped, and drops it: the next request starts a
+/// new one.
+fn fail(status: RwSignal<Status>, why: String) {
+    status.set(Status::Failed(why));
+    WORKER.with(|w| {
+        if let Some(old) = w.borrow_mut().take() {
+            old.borrow().worker.terminate();
+        }
+    });
 }
 
 fn js_text(v: &JsValue) -> String {

@@ -235,6 +235,27 @@ await test('a bad paste shows the API server\'s error and keeps the text', async
   await page.close();
 });
 
+await test('a reader that cannot load says so, keeps the text, and "Try again" reads it', async () => {
+  const { page, errors } = await open();
+  const text = await fixture();
+  await page.route(/kubehops-worker-[0-9a-f]+_bg\.wasm$/, (r) => r.abort());
+  await page.fill('#kh-paste-text', text);
+  const alert = page.locator('.kh-paste [role=alert]');
+  await alert.waitFor({ timeout: 20000 });
+  const said = await alert.textContent();
+  check(said.includes("kubehops's reader stopped") && said.includes('The text is kept'), `alert: ${said}`);
+  check(await page.inputValue('#kh-paste-text') === text, 'the text was changed');
+  await page.unroute(/kubehops-worker-[0-9a-f]+_bg\.wasm$/);
+  await page.getByRole('button', { name: 'Try again' }).click();
+  await page.waitForSelector('[data-testid=paste-summary]', { timeout: 20000 });
+  check((await page.textContent('[data-testid=paste-summary]')).includes('Read 3 nodes'), 'not read after trying again');
+  check(await page.locator('.kh-paste [role=alert]').count() === 0, 'the alert stayed');
+  // The refused fetch is the browser's own console error; nothing else.
+  const others = errors.filter((e) => !/ERR_FAILED|Failed to load resource|kubehops-worker/.test(e));
+  check(others.length === 0, others.join(' | '));
+  await page.close();
+});
+
 for (const [w, h, format] of [[720, 1400, 'YAML'], [1920, 1080, 'YAML'], [1920, 1080, 'JSON']]) {
   await test(`a cluster of 50 nodes, 2,000 Pods and 500 Services in ${format} loads and groups what does not fit (${w}px)`, async () => {
     const { page, errors } = await open('#/your-cluster/3', { width: w, height: h });

@@ -150,6 +150,25 @@ await test('dist/index.html has no inline script or style, and the full page run
   await page.close();
 });
 
+await test('under the CSP, on a sub-path, the worker that reads a paste starts only when a cluster is pasted, from its hashed files, with no violation', async () => {
+  const page = await browser.newPage();
+  const errors = await watch(page);
+  await page.goto(`${base}#/your-cluster/1`);
+  await page.waitForSelector('#kh-paste-text', { timeout: 15000 });
+  await page.waitForTimeout(300);
+  check(page.workers().length === 0, `a worker started before anything was pasted: ${page.workers().map((w) => w.url()).join(' ')}`);
+  const text = await readFile(resolve('crates/kubehops-cli/tests/fixtures/cluster/cluster.yaml'), 'utf8');
+  await page.fill('#kh-paste-text', text);
+  await page.waitForSelector('[data-testid=paste-summary]', { timeout: 20000 });
+  const summary = await page.textContent('[data-testid=paste-summary]');
+  check(summary.includes('Read 3 nodes'), `summary: ${summary}`);
+  const urls = page.workers().map((w) => new URL(w.url()).pathname);
+  check(urls.length === 1 && /^\/kh\/kubehops-worker-[0-9a-f]{15,16}_loader\.js$/.test(urls[0]), `workers: ${urls.join(' ')}`);
+  await page.waitForSelector('.kh-canvas .kh-node-card');
+  await clean(page, errors);
+  await page.close();
+});
+
 await test('embed=1 shows only the canvas, the controls and the narration, on every scenario', async () => {
   for (const id of SCENARIOS) {
     const { page, errors } = await open(`#/${id}/1?embed=1`, { viewport: { width: 720, height: 560 } });
