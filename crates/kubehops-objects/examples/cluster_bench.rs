@@ -41,7 +41,6 @@ fn main() {
     p.insert("service", Value::Choice("ns3/app13".into()));
     p.insert("client", Value::Choice("pod:ns7/app7-7c9d8f5b6-p00007".into()));
     let (build_ms, s) = best(3, || your_cluster::build(&input, &p));
-    ser_probe(&s);
     let (layout_ms, l) = best(3, || Layout::for_scenario(&s));
     let hops: usize = s.steps.iter().map(|st| st.hops.len()).sum();
     println!(
@@ -61,15 +60,3 @@ fn main() {
 
 #[allow(dead_code)]
 fn split() {}
-#[allow(dead_code)]
-pub fn ser_probe(s: &kubehops_core::scenarios::Scenario) {
-    let t = Instant::now();
-    let j = serde_json::to_string(s).unwrap();
-    let ser = t.elapsed().as_secs_f64() * 1000.0;
-    let t = Instant::now();
-    let back: kubehops_core::scenarios::Scenario = serde_json::from_str(&j).unwrap();
-    let de = t.elapsed().as_secs_f64() * 1000.0;
-    let snap: usize = s.steps.iter().map(|st| serde_json::to_string(&st.snapshot).unwrap().len()).sum();
-    let views: usize = s.steps.iter().map(|st| serde_json::to_string(&st.views).unwrap().len()).sum();
-    println!("probe: json {} bytes ser {ser:.1} ms de {de:.1} ms eq {} snapshots {snap} views {views}", j.len(), back == *s);
-}

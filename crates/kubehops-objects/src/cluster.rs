@@ -4,8 +4,10 @@
 //! [`ClusterInput`], with the warnings as the CLI prints them.
 //!
 //! Input larger than [`MAX_BYTES`] in total is refused before it is read,
-//! with a message that says why: the browser reads on its one thread, and
-//! a larger paste would freeze the page for longer than a moment.
+//! with a message that says why: the browser reads in a worker
+//! (`crates/kubehops-worker`), which keeps the page usable, but a larger
+//! paste would keep the reader, and the reply's drawing on the page,
+//! busy for seconds.
 
 use crate::input::{documents_keeping, Source};
 use crate::objects::{self, Cluster, LoadOptions};

@@ -98,3 +98,35 @@ fn a_big_cluster_travels_in_a_fraction_of_its_json() {
     println!("a 50-node cluster's answer: postcard {} bytes, JSON {}", bytes.len(), json.len());
     assert!(bytes.len() * 3 < json.len() * 2, "postcard {} bytes, JSON {}", bytes.len(), json.len());
 }
+
+/// Whatever bytes reach the worker (a page from another build, a message
+/// cut short), it answers with an error and never panics: random bytes,
+/// and a real request cut or with a byte changed at each place.
+#[test]
+fn any_bytes_get_an_answer_never_a_panic() {
+    let mut w = Reader::default();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for n in 0..2000 {
+        let len = (next() % 64) as usize + n % 3;
+        let bytes: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        postcard::from_bytes::<Reply>(&w.answer_bytes(&bytes)).expect("an answer the page can read");
+    }
+    let good = postcard::to_allocvec(&paste(9, &cluster::example_yaml(2, 4, 2), Params::default())).unwrap();
+    let mut answered = 0;
+    for i in (0..good.len()).step_by(7) {
+        for cut in [&good[..i]] {
+            postcard::from_bytes::<Reply>(&w.answer_bytes(cut)).expect("an answer");
+        }
+        let mut changed = good.clone();
+        changed[i] ^= (next() as u8) | 1;
+        postcard::from_bytes::<Reply>(&w.answer_bytes(&changed)).expect("an answer");
+        answered += 2;
+    }
+    assert!(answered > 100, "{answered}");
+}
