@@ -175,13 +175,14 @@ impl Player {
             reader: RwSignal::new(crate::worker::Status::Idle),
             rebuilding: StoredValue::new(false),
         }
-        .reading_pastes()
     }
 
     /// Hands each new paste to the worker, and each change of parameters
     /// on "Your cluster" once a cluster is read; the newest answer becomes
-    /// `cluster`. Empty text clears what was read, with no worker.
-    fn reading_pastes(self) -> Player {
+    /// `cluster`. Empty text clears what was read, with no worker. (The
+    /// app calls it once, under its owner; the player's own tests have no
+    /// executor for effects.)
+    pub fn read_pastes(self) {
         let p = self;
         Effect::new(move |_| {
             let text = p.pasted.get();
@@ -210,7 +211,6 @@ impl Player {
             p.rebuilding.set_value(true);
             crate::worker::send(None, params, p.reader, move |r| p.take_reply(r));
         });
-        self
     }
 
     /// The worker's answer: what was read, and the scenario built. A
