@@ -85,9 +85,15 @@ pub fn RulesPanel() -> impl IntoView {
     let list = NodeRef::<html::Ol>::new();
     Effect::new(move |_| {
         model.track();
-        if let Some(el) = list.get() {
-            reveal_first_mark(&el);
-        }
+        // Measured in the next frame, before it is drawn, where the
+        // browser lays the page out anyway: measured now, in the middle
+        // of the change, it forced a layout of its own (49 ms of the
+        // 144 ms task that draws a pasted 50-node cluster).
+        request_animation_frame(move || {
+            if let Some(el) = list.try_get_untracked().flatten() {
+                reveal_first_mark(&el);
+            }
+        });
     });
     let selector = move || {
         nodes
