@@ -148,7 +148,7 @@ impl Target {
 pub fn App() -> impl IntoView {
     let player = Player::new(REGISTRY[0].id, Params::default(), prefers_reduced_motion());
     let ctx = provide_ctx(player);
-    player.read_pastes();
+    player.use_worker();
     crate::read::provide_reading();
     sync_link(player);
     sync_title(player);

@@ -204,7 +204,7 @@ pub fn PastePanel() -> impl IntoView {
                 ></textarea>
                 {move || hidden.get().map(|n| view! {
                     <p class="kh-paste-kept" data-testid="paste-kept">
-                        {format!("Your {} of text is kept and read, but not shown in the box: a text box that large would freeze the page. Typing or pasting in the box replaces it. ", kubehops_objects::cluster::size_text(n))}
+                        {format!("Your {} of text is kept and read, but not shown in the box: a text box that large would freeze the page. Typing or pasting in the box replaces it. ", kubehops_core::worker::size_text(n))}
                         <button type="button" class="kh-seg-btn" on:click=clear>"Clear it"</button>
                     </p>
                 })}
@@ -213,7 +213,7 @@ pub fn PastePanel() -> impl IntoView {
                         "Open a file… "
                         <input type="file" accept=".yaml,.yml,.json,application/json,text/yaml" on:change=on_file/>
                     </label>
-                    <span class="kh-muted">{format!("Up to {} MB.", kubehops_objects::cluster::MAX_BYTES >> 20)}</span>
+                    <span class="kh-muted">{format!("Up to {} MB.", kubehops_core::worker::MAX_PASTE_BYTES >> 20)}</span>
                 </div>
                 {problem}
             </div>
@@ -228,7 +228,7 @@ pub fn PastePanel() -> impl IntoView {
 #[component]
 fn ReaderStatus() -> impl IntoView {
     let p = expect_context::<Ctx>().player;
-    let size = move || p.pasted.with(|t| kubehops_objects::cluster::size_text(t.len()));
+    let size = move || p.pasted.with(|t| kubehops_core::worker::size_text(t.len()));
     let retry = move |_| p.pasted.update(|_| ());
     move || match p.reader.get() {
         Status::Idle => None,

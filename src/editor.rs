@@ -1,11 +1,13 @@
 //! The manifest editor: the user's own Service, typed in place of the
 //! scenario's. The text is view state (what the user typed, never lost);
-//! reading, admitting and playing it is the core's and kubehops-objects's
-//! work, and the refusal comes back as rows with their lines.
+//! reading, admitting and building it is the worker's work
+//! (`crate::worker`, with kubehops-objects's reader and the core), and the
+//! refusal comes back as rows with their lines.
 
 use crate::app::Ctx;
+use crate::worker::Status;
 use kubehops_core::compact;
-use kubehops_objects::edit;
+use kubehops_core::scenarios::starting_text;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -18,7 +20,7 @@ const INDENT: &str = "  ";
 pub fn ManifestEditor(editing: RwSignal<bool>) -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let player = ctx.player;
-    let start = player.params.with_untracked(|p| edit::starting_text(&player.scenario_id.get_untracked(), p));
+    let start = player.params.with_untracked(|p| starting_text(&player.scenario_id.get_untracked(), p));
     let draft = RwSignal::new(start);
     let area = NodeRef::<leptos::html::Textarea>::new();
     Effect::new(move |_| {
@@ -53,7 +55,7 @@ pub fn ManifestEditor(editing: RwSignal<bool>) -> impl IntoView {
     };
     let reset = move |_| {
         player.set_manifest(String::new());
-        let own = player.params.with_untracked(|p| edit::starting_text(&player.scenario_id.get_untracked(), p));
+        let own = player.params.with_untracked(|p| starting_text(&player.scenario_id.get_untracked(), p));
         draft.set(own.clone());
         if let Some(a) = area.get_untracked() {
             a.set_value(&own);
@@ -108,6 +110,15 @@ fn EditStatus(draft: RwSignal<String>) -> impl IntoView {
     let player = expect_context::<Ctx>().player;
     let link_note = Memo::new(move |_| draft.with(|d| compact::pack(d).err().map(|e| format!("{e} It is kept on this page only; the link shows the last state that fits."))));
     let status = move || match player.refusal.get() {
+        _ if player.checking.get() => match player.reader.get() {
+            Status::Failed(why) => view! {
+                <div class="kh-refusal" role="alert">
+                    <p>{format!("kubehops's reader stopped: {why}. Your text is kept; type again to retry.")}</p>
+                </div>
+            }.into_any(),
+            Status::Starting => view! { <p class="kh-checking">"Loading kubehops's reader (fetched the first time a Service is typed)…"</p> }.into_any(),
+            _ => view! { <p class="kh-checking">"Checking it as the API server would…"</p> }.into_any(),
+        },
         Some(r) => view! {
             <div class="kh-refusal" role="alert">
                 <p><strong>"Not applied. "</strong>{r.headline.clone()}</p>

@@ -6,8 +6,7 @@
 use kubehops_core::embed::Display;
 use kubehops_core::link::{self, HopPos, Link, Mode};
 use kubehops_core::scenarios::{self, Params, Scenario, Value};
-use kubehops_core::worker::{Paste, Reply};
-use kubehops_objects::edit::{self, Built, Refusal};
+use kubehops_core::worker::{Answer, Edited, Job, Kind, Paste, Refusal, Reply, MAX_PASTE_BYTES};
 use leptos::prelude::*;
 use std::sync::Arc;
 
@@ -32,12 +31,35 @@ thread_local! {
     static PREBUILT: std::cell::RefCell<Option<(String, Params, Built)>> = const { std::cell::RefCell::new(None) };
 }
 
-/// The scenario for (id, parameters), with a typed Service read by the
-/// same reader as the CLI's: `None` in `scenario` when it was refused.
-/// "Your cluster" with a cluster read is the worker's build of it.
-fn build(id: &str, params: &Params, cluster: &crate::cluster::ClusterRead) -> Built {
+/// What the app shows for a scenario and its parameters: the scenario
+/// (with the typed Service in place of its own, once the worker admitted
+/// it), or why the typed one was refused.
+#[derive(Clone, Debug, PartialEq)]
+struct Built {
+    /// `None` while a typed Service is refused or still being read: the
+    /// scenario memo keeps the last scenario it showed.
+    scenario: Option<Scenario>,
+    refusal: Option<Refusal>,
+}
+
+/// Whether these parameters carry a typed Service for scenario `id`: it is
+/// then read, admitted and built in the worker, not here.
+fn typed(id: &str, p: &Params) -> bool {
+    scenarios::entry(id).is_some_and(|e| e.edit.is_some() && p.normalized(&(e.params)()).manifest().is_some())
+}
+
+/// The scenario for (id, parameters). "Your cluster" with a cluster read
+/// is the worker's build of it; a typed Service is the worker's answer
+/// (`edited`) when it is for these very parameters, else nothing yet.
+fn build(id: &str, params: &Params, cluster: &crate::cluster::ClusterRead, edited: &Option<Arc<Edited>>) -> Built {
     if let (true, Some(Ok(c))) = (id == scenarios::your_cluster::ENTRY.id, cluster) {
         return Built { scenario: Some(c.scenario.clone()), refusal: None };
+    }
+    if typed(id, params) {
+        return match edited {
+            Some(e) if e.id == id && &e.params == params => Built { scenario: e.scenario.clone(), refusal: e.refusal.clone() },
+            _ => Built { scenario: None, refusal: None },
+        };
     }
     let kept = PREBUILT.with(|c| {
         let mut c = c.borrow_mut();
@@ -57,13 +79,13 @@ fn build(id: &str, params: &Params, cluster: &crate::cluster::ClusterRead) -> Bu
     if let Some(p) = &perf {
         let _ = p.mark("kh-build-start");
     }
-    let b = edit::build(id, params)
-        .or_else(|| edit::build(&default_id(), &Params::default()))
-        .unwrap_or_else(|| Built { scenario: Some((scenarios::REGISTRY[0].build)(&Params::default())), refusal: None });
+    let s = scenarios::build(id, params)
+        .or_else(|| scenarios::build(&default_id(), &Params::default()))
+        .unwrap_or_else(|| (scenarios::REGISTRY[0].build)(&Params::default()));
     if let Some(p) = &perf {
         let _ = p.measure_with_start_mark("kh-build", "kh-build-start");
     }
-    b
+    Built { scenario: Some(s), refusal: None }
 }
 
 /// Builds the scenario a link names, ahead of the app (start-up builds it
@@ -77,7 +99,7 @@ pub fn prebuild(hash: &str) {
 /// scenario memo; the number of steps, for reading a link. A refused
 /// typed Service shows the scenario's own steps.
 fn build_and_keep(id: &str, p: &Params) -> usize {
-    let b = build(id, p, &None);
+    let b = build(id, p, &None, &None);
     let n = b.scenario.as_ref().map_or_else(|| without_edit(id, p).steps.len(), |s| s.steps.len());
     PREBUILT.with(|c| *c.borrow_mut() = Some((id.to_string(), p.clone(), b)));
     n
@@ -87,7 +109,7 @@ fn build_and_keep(id: &str, p: &Params) -> usize {
 /// shown before.
 fn without_edit(id: &str, params: &Params) -> Scenario {
     let own = params.clone().with("manifest", Value::Manifest(String::new()));
-    build(id, &own, &None).scenario.unwrap_or_else(|| (scenarios::REGISTRY[0].build)(&Params::default()))
+    build(id, &own, &None, &None).scenario.unwrap_or_else(|| (scenarios::REGISTRY[0].build)(&Params::default()))
 }
 
 #[derive(Clone, Copy)]
@@ -131,6 +153,13 @@ pub struct Player {
     /// Whether the request in flight is a rebuild for new parameters (the
     /// step then plays again when its answer comes), not a new paste.
     rebuilding: StoredValue<bool>,
+    /// The worker's newest answer for a typed Service.
+    edited: RwSignal<Option<Arc<Edited>>>,
+    /// Whether a Service was typed whose answer is still to come: when it
+    /// comes, an admitted Service plays the current step again.
+    replay_edit: StoredValue<bool>,
+    /// Whether the typed Service is still being read and admitted.
+    pub checking: Memo<bool>,
 }
 
 impl Player {
@@ -140,12 +169,21 @@ impl Player {
         let pasted = RwSignal::new(String::new());
         let pasted_name = RwSignal::new("STDIN".to_string());
         let cluster = RwSignal::new(None);
+        let edited: RwSignal<Option<Arc<Edited>>> = RwSignal::new(None);
         // What the core built for (id, parameters), with a typed Service's
-        // refusal. Only "Your cluster" depends on the paste.
+        // refusal. Only "Your cluster" depends on the paste, and only a
+        // typed Service on the worker's answer for it.
         let built = Memo::new(move |_| {
             let id = scenario_id.get();
             let c = if id == scenarios::your_cluster::ENTRY.id { cluster.get() } else { None };
-            params.with(|p| build(&id, p, &c))
+            params.with(|p| {
+                let e = if typed(&id, p) { edited.get() } else { None };
+                build(&id, p, &c, &e)
+            })
+        });
+        let checking = Memo::new(move |_| {
+            let id = scenario_id.get();
+            params.with(|p| typed(&id, p) && !edited.with(|e| e.as_ref().is_some_and(|e| e.id == id && &e.params == p)))
         });
         let scenario = Memo::new(move |prev: Option<&Scenario>| {
             built.with(|b| match (&b.scenario, prev) {
@@ -174,33 +212,37 @@ impl Player {
             cluster,
             reader: RwSignal::new(crate::worker::Status::Idle),
             rebuilding: StoredValue::new(false),
+            edited,
+            replay_edit: StoredValue::new(false),
+            checking,
         }
     }
 
-    /// Hands each new paste to the worker, and each change of parameters
-    /// on "Your cluster" once a cluster is read; the newest answer becomes
-    /// `cluster`. Empty text clears what was read, with no worker. (The
-    /// app calls it once, under its owner; the player's own tests have no
+    /// Hands work to the worker (`crate::worker`): each new paste, each
+    /// change of parameters on "Your cluster" once a cluster is read, and
+    /// each typed Service; its newest answers become `cluster` and
+    /// `edited`. Empty text clears what was read, with no worker. (The app
+    /// calls it once, under its owner; the player's own tests have no
     /// executor for effects.)
-    pub fn read_pastes(self) {
+    pub fn use_worker(self) {
         let p = self;
         Effect::new(move |_| {
             let text = p.pasted.get();
             if text.trim().is_empty() {
-                crate::worker::cancel(p.reader);
+                crate::worker::cancel(Kind::Cluster, p.reader);
                 p.cluster.set(None);
                 return;
             }
-            if text.len() > kubehops_objects::cluster::MAX_BYTES {
+            if text.len() > MAX_PASTE_BYTES {
                 // Refused at once, as the reader would refuse it, with no
                 // megabytes sent to the worker to be refused there.
-                crate::worker::cancel(p.reader);
-                p.cluster.set(Some(Err(format!("error: {}", kubehops_objects::cluster::too_large(text.len())))));
+                crate::worker::cancel(Kind::Cluster, p.reader);
+                p.cluster.set(Some(Err(format!("error: {}", kubehops_core::worker::too_large(text.len())))));
                 return;
             }
             p.rebuilding.set_value(false);
             let paste = Paste { name: p.pasted_name.get_untracked(), text };
-            crate::worker::send(Some(paste), p.params.get_untracked(), p.reader, move |r| p.take_reply(r));
+            p.send(Job::Cluster { paste: Some(paste), params: p.params.get_untracked() });
         });
         Effect::new(move |first: Option<()>| {
             let params = p.params.get();
@@ -209,18 +251,44 @@ impl Player {
                 return;
             }
             p.rebuilding.set_value(true);
-            crate::worker::send(None, params, p.reader, move |r| p.take_reply(r));
+            p.send(Job::Cluster { paste: None, params });
+        });
+        Effect::new(move |_| {
+            let (id, params) = (p.scenario_id.get(), p.params.get());
+            if p.checking.get_untracked() {
+                p.send(Job::Edit { id, params });
+            }
         });
     }
 
-    /// The worker's answer: what was read, and the scenario built. A
-    /// rebuild for new parameters plays the step again, as a change of
-    /// parameters does on the other scenarios.
+    fn send(self, job: Job) {
+        crate::worker::send(job, self.reader, move |r| self.take_reply(r));
+    }
+
+    /// The worker's answer. A cluster: what was read, and the scenario
+    /// built; a rebuild for new parameters plays the step again, as a
+    /// change of parameters does on the other scenarios. A typed Service:
+    /// admitted, it plays the current step again, as typing did when it
+    /// was built on the page; refused, nothing shown changes.
     fn take_reply(&self, r: Reply) {
-        self.cluster.set(r.outcome.map(|o| o.map(Arc::new)));
-        self.clamp_step();
-        if self.rebuilding.get_value() {
-            self.go_to(self.step.get_untracked());
+        match r.answer {
+            Answer::Cluster(c) => {
+                self.cluster.set(c.map(|o| o.map(Arc::new)));
+                self.clamp_step();
+                if self.rebuilding.get_value() {
+                    self.go_to(self.step.get_untracked());
+                }
+            }
+            Answer::Edit(e) => {
+                let admitted = e.scenario.is_some();
+                self.edited.set(Some(Arc::new(e)));
+                self.clamp_step();
+                if admitted && self.replay_edit.get_value() {
+                    self.replay_edit.set_value(false);
+                    self.go_to(self.step.get_untracked());
+                }
+            }
+            Answer::Unreadable(_) => {}
         }
     }
 
@@ -417,12 +485,17 @@ impl Player {
         if self.params.with_untracked(|p| p.manifest().unwrap_or("") == text) {
             return;
         }
+        let own = text.is_empty();
         self.params.update(|p| p.insert("manifest", Value::Manifest(text)));
         self.playing.set(false);
-        // A refused Service changes nothing shown: the step stays where it is.
-        if self.refusal.with_untracked(Option::is_none) {
+        if own {
+            // The scenario's own Service is built here, at once.
             self.clamp_step();
             self.go_to(self.step.get_untracked());
+        } else {
+            // The worker reads it; if it is admitted, the step plays
+            // again then. A refused Service changes nothing shown.
+            self.replay_edit.set_value(true);
         }
     }
 

@@ -157,28 +157,33 @@ await test('every scenario offers the editor, and a typed Service plays in each'
   }
 });
 
-await test('figures: re-simulation after a keystroke, to the next frame, on every scenario', async () => {
+await test('figures: after a keystroke, the next frame and the re-simulated one, on every scenario', async () => {
   for (const [id, port] of [['service-types', 'nodePort'], ['nodeport-loadbalancer', 'nodePort'], ['local-lab', 'nodePort']]) {
     const page = await open(`#/${id}/1/end`);
     const area = await startEditing(page);
     const base = await area.inputValue();
     const times = await page.evaluate(async ({ base, port }) => {
       const a = document.querySelector('.kh-editor-text');
+      const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
       const out = [];
       for (let i = 0; i < 10; i++) {
-        // Alternate two admitted texts, so every input re-simulates.
+        // Alternate admitted texts, so every input re-simulates.
         const text = base.replace(/\n *nodePort: \d+/, '').replace(/type: \w+/, 'type: NodePort').replace(/\n$/, '') + `\n    ${port}: ${31000 + i}\n`;
         const t0 = performance.now();
         a.value = text;
         a.dispatchEvent(new Event('input', { bubbles: true }));
-        await new Promise((r) => requestAnimationFrame(() => r()));
-        out.push(performance.now() - t0);
+        await frame();
+        const next = performance.now() - t0;
+        // The worker reads, admits and builds it; then the page draws it.
+        while (!document.querySelector('.kh-accepted') && performance.now() - t0 < 10000) await frame();
+        out.push([next, performance.now() - t0]);
       }
       return out;
     }, { base, port });
     check(await page.locator('.kh-accepted').count() === 1, `${id}: the last edit was not accepted: ${await page.locator('#kh-editor-status').innerText()}`);
-    times.sort((x, y) => x - y);
-    console.log(`     figure: ${id}: input to next frame, median ${times[5].toFixed(1)} ms, max ${times[9].toFixed(1)} ms (10 edits; includes waiting for the frame)`);
+    const next = times.map((t) => t[0]).sort((x, y) => x - y);
+    const shown = times.map((t) => t[1]).sort((x, y) => x - y);
+    console.log(`     figure: ${id}: input to next frame, median ${next[5].toFixed(1)} ms, max ${next[9].toFixed(1)} ms; to the re-simulated frame (read, admitted and built in the worker), median ${shown[5].toFixed(1)} ms, max ${shown[9].toFixed(1)} ms (10 edits; includes waiting for the frame)`);
     await page.close();
   }
 });

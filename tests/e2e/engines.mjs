@@ -170,7 +170,7 @@ window.send = (m) => f.contentWindow.postMessage(m, appOrigin);
         failed++;
         const shot = join(out, `engines-${name}-fail-${failed}.png`);
         const saved = await browser.screenshot(shot).then(() => `; screenshot ${shot}`, () => '');
-        console.log(`FAIL ${title} (${Date.now() - start} ms${saved})\n     ${String(e.message ?? e).split('\n').join('\n     ')}${crash ? `\n     (the content process crashed again: ${crash})` : ''}`);
+        console.log(`FAIL ${title} (${Date.now() - start} ms${saved})\n     ${String((e.message || e.name + " " + e.stack) ?? e).split('\n').join('\n     ')}${crash ? `\n     (the content process crashed again: ${crash})` : ''}`);
         return;
       }
     }

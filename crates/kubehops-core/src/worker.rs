@@ -12,7 +12,9 @@
 //! field when writing it (serde's `skip_serializing_if`). The page and the
 //! worker are built from the same commit, so the shapes always agree.
 //! The worker keeps the last cluster it read; a request without a paste
-//! builds that cluster again for new parameters.
+//! builds that cluster again for new parameters. It also reads and admits
+//! the manifest editor's typed Service, so that neither the object reader
+//! nor the YAML parser is in the page's own wasm.
 
 use crate::scenarios::{ParamSpec, Params, Scenario};
 use serde::{Deserialize, Serialize};
@@ -21,13 +23,40 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Request {
     /// Numbered by the page, which keeps only the answer to its newest
-    /// request (a second paste may be sent before the first is read).
+    /// request of each kind (a second paste may be sent before the first
+    /// is read).
     pub seq: u64,
-    /// New text to read, replacing what was read before; `None` builds
-    /// the cluster already read for `params`.
-    pub paste: Option<Paste>,
-    /// The parameters to build "Your cluster" with (Service, client, …).
-    pub params: Params,
+    pub job: Job,
+}
+
+/// The two things the worker does.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Job {
+    /// "Your cluster": new text to read (replacing what was read before),
+    /// or `None` to build the cluster already read, for `params`.
+    Cluster { paste: Option<Paste>, params: Params },
+    /// The manifest editor: scenario `id` with the Service typed in
+    /// `params` (its `manifest`), read and admitted as the API server
+    /// would, then built.
+    Edit { id: String, params: Params },
+}
+
+impl Job {
+    /// Which kind of job it is: a newer request of one kind never hides
+    /// the answer to the other.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Job::Cluster { .. } => Kind::Cluster,
+            Job::Edit { .. } => Kind::Edit,
+        }
+    }
+}
+
+/// The kind of a job, and of its answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Cluster,
+    Edit,
 }
 
 /// A pasted text or a dropped file.
@@ -44,9 +73,93 @@ pub struct Paste {
 pub struct Reply {
     /// The request's number.
     pub seq: u64,
+    pub answer: Answer,
+}
+
+/// What a job came to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Answer {
     /// Nothing to show (the text was empty), the cluster, or the error as
     /// the CLI prints it.
-    pub outcome: Option<Result<Cluster, String>>,
+    Cluster(Option<Result<Cluster, String>>),
+    Edit(Edited),
+    /// The request could not be read (a page and worker from different builds).
+    Unreadable(String),
+}
+
+impl Answer {
+    pub fn kind(&self) -> Option<Kind> {
+        match self {
+            Answer::Cluster(_) => Some(Kind::Cluster),
+            Answer::Edit(_) => Some(Kind::Edit),
+            Answer::Unreadable(_) => None,
+        }
+    }
+}
+
+/// The editor's job done: the scenario with the typed Service, or why it
+/// was refused.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Edited {
+    /// The scenario and parameters it was asked for, so the page can tell
+    /// an answer to what it shows now from one to an older text.
+    pub id: String,
+    pub params: Params,
+    /// `None` when the typed Service was refused (or the scenario is
+    /// unknown): the page keeps the last scenario it showed.
+    pub scenario: Option<Scenario>,
+    pub refusal: Option<Refusal>,
+}
+
+/// Why a typed manifest is not applied: kubectl's first line, and each
+/// cause on its own.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refusal {
+    /// `The Service "api" is invalid:`, or a reading error as kubectl
+    /// prints it.
+    pub headline: String,
+    pub problems: Vec<Problem>,
+}
+
+/// One reason for a refusal, at the line it is about (1-based), when the
+/// text has one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Problem {
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl Refusal {
+    /// The lines any problem is at, for marking them.
+    pub fn lines(&self) -> Vec<usize> {
+        let mut l: Vec<usize> = self.problems.iter().filter_map(|p| p.line).collect();
+        l.sort_unstable();
+        l.dedup();
+        l
+    }
+}
+
+/// The most pasted text read at once, all sources together: 4 MiB. The
+/// reader takes YAML at about 8 MB/s natively (`cluster_bench`); a larger
+/// paste would keep the worker, and the drawing of its answer, busy for
+/// seconds. The page refuses more before sending it.
+pub const MAX_PASTE_BYTES: usize = 4 << 20;
+
+/// The message for pasted text over [`MAX_PASTE_BYTES`], as the reader
+/// (and the CLI's wording) gives it, without `error: `.
+pub fn too_large(total: usize) -> String {
+    format!(
+        "the input is {} and KubeHops reads at most {} in the browser, so that reading never freezes the page; paste one namespace at a time (kubectl get nodes,pods,services,endpointslices -n NAMESPACE -o yaml), or use the kubehops CLI, which has no limit",
+        size_text(total),
+        size_text(MAX_PASTE_BYTES)
+    )
+}
+
+/// `10.5 MB`: a size as the messages give it, with integers only (a float
+/// formatter costs the wasm more).
+pub fn size_text(bytes: usize) -> String {
+    let tenths = (bytes as u64 * 10 + (1 << 19)) >> 20;
+    format!("{}.{} MB", tenths / 10, tenths % 10)
 }
 
 /// A cluster read and built.
@@ -86,12 +199,31 @@ mod tests {
     #[test]
     fn a_request_and_a_reply_survive_the_trip() {
         let params = Params::default().with("service", Value::Choice("default/web".into()));
-        let req = Request { seq: 7, paste: Some(Paste { name: "STDIN".into(), text: "kind: List\nitems: []\n\"quoted\" \\ ✓".into() }), params };
+        let paste = Some(Paste { name: "STDIN".into(), text: "kind: List\nitems: []\n\"quoted\" \\ ✓".into() });
+        let req = Request { seq: 7, job: Job::Cluster { paste, params } };
         let back: Request = postcard::from_bytes(&postcard::to_allocvec(&req).unwrap()).unwrap();
         assert_eq!(back, req);
-        let reply = Reply { seq: 7, outcome: Some(Err("error: error parsing STDIN".into())) };
-        let back: Reply = postcard::from_bytes(&postcard::to_allocvec(&reply).unwrap()).unwrap();
-        assert_eq!(back, reply);
+        let refusal = Refusal { headline: "The Service \"web\" is invalid:".into(), problems: vec![Problem { line: Some(3), message: "x".into() }] };
+        let edited = Edited { id: "service-types".into(), params: Params::default(), scenario: None, refusal: Some(refusal) };
+        for answer in [Answer::Cluster(Some(Err("error: error parsing STDIN".into()))), Answer::Edit(edited), Answer::Unreadable("why".into())] {
+            let reply = Reply { seq: 7, answer };
+            let back: Reply = postcard::from_bytes(&postcard::to_allocvec(&reply).unwrap()).unwrap();
+            assert_eq!(back, reply);
+        }
+    }
+
+    #[test]
+    fn a_refusal_marks_each_line_once_in_order() {
+        let p = |line| Problem { line, message: String::new() };
+        let r = Refusal { headline: String::new(), problems: vec![p(Some(9)), p(None), p(Some(2)), p(Some(9))] };
+        assert_eq!(r.lines(), [2, 9]);
+    }
+
+    #[test]
+    fn sizes_are_given_in_tenths_of_a_megabyte() {
+        assert_eq!(size_text(MAX_PASTE_BYTES), "4.0 MB");
+        assert_eq!(size_text(10_000_000), "9.5 MB");
+        assert!(too_large(10_000_000).starts_with("the input is 9.5 MB and KubeHops reads at most 4.0 MB"));
     }
 
     #[test]

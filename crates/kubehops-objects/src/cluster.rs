@@ -14,11 +14,9 @@ use crate::objects::{self, Cluster, LoadOptions};
 use crate::ReadError;
 use kubehops_core::scenarios::your_cluster::ClusterInput;
 
-/// The most text read at once, all sources together: 4 MiB. The reader
-/// takes YAML at about 15 MB/s natively and JSON at about 300 MB/s
-/// (`cli_bench`), so 4 MiB of YAML is a few hundred milliseconds; 50
-/// nodes, 2,000 Pods and 500 Services written compactly are about 2 MB.
-pub const MAX_BYTES: usize = 4 << 20;
+/// The most text read at once, all sources together: 4 MiB
+/// ([`kubehops_core::worker::MAX_PASTE_BYTES`]).
+pub use kubehops_core::worker::MAX_PASTE_BYTES as MAX_BYTES;
 
 /// Everything read, and what the CLI would have printed on stderr.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -49,25 +47,8 @@ pub fn read(sources: &[(&str, &str)]) -> Result<Read, ReadError> {
     Ok(Read { input: input_of(c), warnings })
 }
 
-/// The message for input over [`MAX_BYTES`].
-pub fn too_large(total: usize) -> String {
-    format!(
-        "the input is {} and KubeHops reads at most {} in the browser, so that reading never freezes the page; paste one namespace at a time (kubectl get nodes,pods,services,endpointslices -n NAMESPACE -o yaml), or use the kubehops CLI, which has no limit",
-        mb(total),
-        mb(MAX_BYTES)
-    )
-}
-
-/// `10.5 MB`: a size as the messages give it.
-pub fn size_text(bytes: usize) -> String {
-    mb(bytes)
-}
-
-/// `10.5 MB` with integers only (a float formatter costs the wasm more).
-fn mb(bytes: usize) -> String {
-    let tenths = (bytes as u64 * 10 + (1 << 19)) >> 20;
-    format!("{}.{} MB", tenths / 10, tenths % 10)
-}
+/// The message for input over [`MAX_BYTES`], and sizes as messages give them.
+pub use kubehops_core::worker::{size_text, too_large};
 
 /// The CLI's stderr lines for a cluster read: notes about the input
 /// (`warning: …`), then stored values the API server would have refused.
@@ -149,8 +130,8 @@ mod tests {
         let big = "#".repeat(MAX_BYTES + 1);
         let e = read(&[("paste", &big)]).unwrap_err().to_string();
         assert!(e.starts_with("the input is 4.0 MB and KubeHops reads at most 4.0 MB"), "{e}");
-        assert_eq!(mb(10_000_000), "9.5 MB");
-        assert_eq!(mb(0), "0.0 MB");
+        assert_eq!(size_text(10_000_000), "9.5 MB");
+        assert_eq!(size_text(0), "0.0 MB");
     }
 
     #[test]

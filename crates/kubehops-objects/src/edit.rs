@@ -24,48 +24,24 @@ use saphyr_parser::{Event, Parser};
 /// ([`kubehops_core::compact::MAX_TEXT_BYTES`]).
 pub const MAX_EDIT_BYTES: usize = 64 * 1024;
 
-/// One reason for a refusal, at the line it is about (1-based), when the
-/// text has one.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Problem {
-    pub line: Option<usize>,
-    pub message: String,
+pub use kubehops_core::worker::{Problem, Refusal};
+
+/// A refusal for the API server's error, each cause at the line of the
+/// field it names.
+fn rejected(e: &ApiError, text: &str) -> Refusal {
+    let headline = if e.name.is_empty() { format!("The {} is invalid:", e.kind) } else { format!("The {} \"{}\" is invalid:", e.kind, e.name) };
+    let problems = e.causes.iter().map(|c| Problem { line: locate(text, &c.field), message: cause(c) }).collect();
+    Refusal { headline, problems }
 }
 
-/// Why a typed manifest is not applied: kubectl's first line, and each
-/// cause on its own.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refusal {
-    /// `The Service "api" is invalid:`, or a reading error as kubectl
-    /// prints it.
-    pub headline: String,
-    pub problems: Vec<Problem>,
-}
-
-impl Refusal {
-    /// The lines any problem is at, for marking them.
-    pub fn lines(&self) -> Vec<usize> {
-        let mut l: Vec<usize> = self.problems.iter().filter_map(|p| p.line).collect();
-        l.sort_unstable();
-        l.dedup();
-        l
-    }
-
-    fn rejected(e: &ApiError, text: &str) -> Refusal {
-        let headline = if e.name.is_empty() { format!("The {} is invalid:", e.kind) } else { format!("The {} \"{}\" is invalid:", e.kind, e.name) };
-        let problems = e.causes.iter().map(|c| Problem { line: locate(text, &c.field), message: cause(c) }).collect();
-        Refusal { headline, problems }
-    }
-
-    fn of(e: ReadError, text: &str) -> Refusal {
-        match e {
-            ReadError::Invalid(a) => Refusal::rejected(&a, text),
-            ReadError::Syntax { message, line } => Refusal { headline: "The manifest cannot be read:".into(), problems: vec![Problem { line: Some(line), message }] },
-            ReadError::Other(message) => Refusal { headline: "The manifest cannot be applied:".into(), problems: vec![Problem { line: None, message }] },
-        }
+/// A refusal for a reading error, as kubectl prints it.
+fn refusal_of(e: ReadError, text: &str) -> Refusal {
+    match e {
+        ReadError::Invalid(a) => rejected(&a, text),
+        ReadError::Syntax { message, line } => Refusal { headline: "The manifest cannot be read:".into(), problems: vec![Problem { line: Some(line), message }] },
+        ReadError::Other(message) => Refusal { headline: "The manifest cannot be applied:".into(), problems: vec![Problem { line: None, message }] },
     }
 }
-
 /// Reads a typed Service and admits it against `world`'s API server
 /// (which is not changed).
 pub fn read_service(text: &str, file: &str, world: &World) -> Result<Service, Refusal> {
@@ -73,17 +49,17 @@ pub fn read_service(text: &str, file: &str, world: &World) -> Result<Service, Re
         let message = format!("the manifest is {} bytes; the editor reads at most {MAX_EDIT_BYTES}", text.len());
         return Err(Refusal { headline: "The manifest cannot be read:".into(), problems: vec![Problem { line: None, message }] });
     }
-    let docs = documents(&Source { name: file.into(), text: text.into() }).map_err(|e| Refusal::of(e, text))?;
+    let docs = documents(&Source { name: file.into(), text: text.into() }).map_err(|e| refusal_of(e, text))?;
     let pods: Vec<PodInfo> = world.api.pods.iter().map(pod_info).collect();
     let range = world.api.config.node_port_range;
-    let svc = single_service(&docs, &pods, range).map_err(|e| Refusal::of(e, text))?;
+    let svc = single_service(&docs, &pods, range).map_err(|e| refusal_of(e, text))?;
     let causes = validate_stored_service(&svc, range);
     if !causes.is_empty() {
         let e = ApiError { kind: "Service".into(), name: svc.name.clone(), causes };
-        return Err(Refusal::rejected(&e, text));
+        return Err(rejected(&e, text));
     }
     let mut dry_run = world.api.clone();
-    dry_run.apply_service(svc.clone()).map_err(|e| Refusal::rejected(&e, text))?;
+    dry_run.apply_service(svc.clone()).map_err(|e| rejected(&e, text))?;
     Ok(svc)
 }
 
@@ -119,16 +95,8 @@ pub fn build(id: &str, p: &Params) -> Option<Built> {
     })
 }
 
-/// The text the editor starts from: the typed one, or the scenario's own
-/// Service as a user would write it.
-pub fn starting_text(id: &str, p: &Params) -> String {
-    if let Some(t) = p.manifest() {
-        return t.to_string();
-    }
-    let Some(edit) = scenarios::entry(id).and_then(|e| e.edit) else { return String::new() };
-    let p = p.normalized(&(scenarios::entry(id).map_or(Vec::new(), |e| (e.params)())));
-    scenarios::manifest_yaml(&(edit.service)(&p)).iter().map(|l| format!("{l}\n")).collect()
-}
+/// The text the editor starts from: [`scenarios::starting_text`].
+pub use kubehops_core::scenarios::starting_text;
 
 /// The 1-based line of the field an API error names (`spec.ports[0].nodePort`),
 /// or of the nearest field around it that the text has; `None` if the

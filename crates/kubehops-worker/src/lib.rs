@@ -1,15 +1,17 @@
 //! What the page's Web Worker does: it reads a pasted cluster with the
 //! CLI's reader (`kubehops_objects::cluster`), keeps it, and builds "Your
-//! cluster" for the parameters the page asks for, answering with
-//! [`kubehops_core::worker::Reply`]. The browser glue is in `main.rs`;
+//! cluster" for the parameters the page asks for; and it reads, admits
+//! and builds the manifest editor's typed Service (`kubehops_objects::edit`),
+//! answering each with a [`kubehops_core::worker::Reply`]. The browser glue is in `main.rs`;
 //! everything here is plain Rust, tested natively.
 //!
-//! The page loads this worker only when a cluster is first pasted or
-//! dropped, so neither the reader nor the YAML parser is on its critical
-//! path.
+//! The page loads this worker only when a cluster is first pasted or a
+//! Service first typed, so neither the reader nor the YAML parser is on
+//! its critical path (nor in its wasm).
 
 use kubehops_core::scenarios::{your_cluster, Params};
-use kubehops_core::worker::{Cluster, Counts, Reply, Request};
+use kubehops_core::worker::{Answer, Cluster, Counts, Edited, Job, Reply, Request};
+use kubehops_objects::edit;
 use kubehops_objects::cluster::{read, Read};
 use kubehops_objects::ReadError;
 
@@ -20,17 +22,23 @@ pub struct Reader {
 }
 
 impl Reader {
-    /// Answers a request: reads the paste if there is one (replacing what
-    /// was kept), then builds the cluster kept for the parameters.
+    /// Answers a request. A cluster job reads the paste if there is one
+    /// (replacing what was kept), then builds the cluster kept for the
+    /// parameters; an edit job reads, admits and builds the typed Service.
     pub fn answer(&mut self, req: Request) -> Reply {
-        if let Some(p) = req.paste {
-            self.kept = read_pasted(&p.name, &p.text);
-        }
-        let outcome = self.kept.as_ref().map(|k| match k {
-            Ok(r) => Ok(cluster(r, &req.params)),
-            Err(e) => Err(e.clone()),
-        });
-        Reply { seq: req.seq, outcome }
+        let answer = match req.job {
+            Job::Cluster { paste, params } => {
+                if let Some(p) = paste {
+                    self.kept = read_pasted(&p.name, &p.text);
+                }
+                Answer::Cluster(self.kept.as_ref().map(|k| match k {
+                    Ok(r) => Ok(cluster(r, &params)),
+                    Err(e) => Err(e.clone()),
+                }))
+            }
+            Job::Edit { id, params } => Answer::Edit(edited(id, params)),
+        };
+        Reply { seq: req.seq, answer }
     }
 
     /// [`Reader::answer`] on the bytes the page sends (postcard, see
@@ -40,10 +48,10 @@ impl Reader {
     pub fn answer_bytes(&mut self, bytes: &[u8]) -> Vec<u8> {
         let reply = match postcard::from_bytes::<Request>(bytes) {
             Ok(req) => self.answer(req),
-            Err(e) => Reply { seq: 0, outcome: Some(Err(format!("error: the page and its reader disagree on a message: {e}"))) },
+            Err(e) => Reply { seq: 0, answer: Answer::Unreadable(format!("the page and its reader disagree on a message: {e}")) },
         };
         postcard::to_allocvec(&reply).unwrap_or_else(|e| {
-            let fallback = Reply { seq: reply.seq, outcome: Some(Err(format!("error: the answer could not be written: {e}"))) };
+            let fallback = Reply { seq: reply.seq, answer: Answer::Unreadable(format!("the answer could not be written: {e}")) };
             postcard::to_allocvec(&fallback).unwrap_or_default()
         })
     }
@@ -60,6 +68,17 @@ pub fn read_pasted(name: &str, text: &str) -> Option<Result<Read, String>> {
         ReadError::Invalid(_) => e.to_string(),
         ReadError::Other(m) | ReadError::Syntax { message: m, .. } => format!("error: {m}"),
     }))
+}
+
+/// The editor's scenario: the typed Service read, admitted and built, as
+/// `edit::build` does for the CLI's tests (an unknown scenario is refused
+/// with nothing to show).
+fn edited(id: String, params: Params) -> Edited {
+    let (scenario, refusal) = match edit::build(&id, &params) {
+        Some(b) => (b.scenario.map(|s| s.without_snapshots()), b.refusal),
+        None => (None, None),
+    };
+    Edited { id, params, scenario, refusal }
 }
 
 /// What the page needs of a cluster read, built for `params`.

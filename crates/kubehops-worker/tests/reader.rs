@@ -3,12 +3,24 @@
 //! reading, less the snapshots the page never draws.
 
 use kubehops_core::scenarios::{your_cluster, ParamKind, Params, Value};
-use kubehops_core::worker::{Paste, Reply, Request};
+use kubehops_core::worker::{Answer, Cluster, Job, Paste, Reply, Request};
 use kubehops_objects::cluster;
 use kubehops_worker::Reader;
 
 fn paste(seq: u64, text: &str, params: Params) -> Request {
-    Request { seq, paste: Some(Paste { name: "STDIN".into(), text: text.into() }), params }
+    Request { seq, job: Job::Cluster { paste: Some(Paste { name: "STDIN".into(), text: text.into() }), params } }
+}
+
+fn rebuild(seq: u64, params: Params) -> Request {
+    Request { seq, job: Job::Cluster { paste: None, params } }
+}
+
+/// The cluster answer of a reply (`None`: nothing read).
+fn cluster_of(r: Reply) -> Option<Result<Cluster, String>> {
+    match r.answer {
+        Answer::Cluster(c) => c,
+        other => panic!("not a cluster answer: {other:?}"),
+    }
 }
 
 #[test]
@@ -17,7 +29,7 @@ fn a_paste_is_read_and_built_as_the_cli_reads_and_builds_it() {
     let p = Params::default();
     let reply = Reader::default().answer(paste(3, &yaml, p.clone()));
     assert_eq!(reply.seq, 3);
-    let c = reply.outcome.expect("something read").expect("read");
+    let c = cluster_of(reply).expect("something read").expect("read");
     let r = cluster::read(&[("STDIN", &yaml)]).unwrap();
     assert_eq!(c.counts.summary(), format!("Read 4 nodes, 12 Pods, 5 Services and {} EndpointSlices.", r.input.slices.len()));
     assert_eq!(c.warnings, r.warnings);
@@ -32,7 +44,7 @@ fn a_paste_is_read_and_built_as_the_cli_reads_and_builds_it() {
 fn new_parameters_rebuild_the_cluster_kept_without_sending_it_again() {
     let yaml = cluster::example_yaml(4, 12, 5);
     let mut w = Reader::default();
-    let first = w.answer(paste(1, &yaml, Params::default())).outcome.unwrap().unwrap();
+    let first = cluster_of(w.answer(paste(1, &yaml, Params::default()))).unwrap().unwrap();
     let other = first
         .specs
         .iter()
@@ -42,8 +54,7 @@ fn new_parameters_rebuild_the_cluster_kept_without_sending_it_again() {
         })
         .expect("a second Service");
     let p = Params::default().with("service", Value::Choice(other.clone()));
-    let again = w.answer(Request { seq: 2, paste: None, params: p.clone() });
-    let c = again.outcome.unwrap().unwrap();
+    let c = cluster_of(w.answer(rebuild(2, p.clone()))).unwrap().unwrap();
     assert_eq!(c.scenario.params.choice("service"), Some(other.as_str()));
     assert_ne!(c.scenario, first.scenario);
 }
@@ -51,19 +62,18 @@ fn new_parameters_rebuild_the_cluster_kept_without_sending_it_again() {
 #[test]
 fn bad_text_gets_the_clis_error_and_empty_text_clears_what_was_read() {
     let mut w = Reader::default();
-    let Reply { outcome, .. } = w.answer(paste(1, "kind: [unclosed", Params::default()));
-    let e = outcome.unwrap().unwrap_err();
+    let e = cluster_of(w.answer(paste(1, "kind: [unclosed", Params::default()))).unwrap().unwrap_err();
     assert!(e.starts_with("error: "), "{e}");
     assert!(e.contains("STDIN"), "errors name the paste as the CLI names stdin: {e}");
-    assert_eq!(w.answer(paste(2, "  \n", Params::default())).outcome, None);
-    assert_eq!(w.answer(Request { seq: 3, paste: None, params: Params::default() }).outcome, None, "nothing kept");
+    assert_eq!(cluster_of(w.answer(paste(2, "  \n", Params::default()))), None);
+    assert_eq!(cluster_of(w.answer(rebuild(3, Params::default()))), None, "nothing kept");
 }
 
 #[test]
 fn a_message_that_is_not_a_request_is_answered_with_an_error() {
     let bytes = Reader::default().answer_bytes(&[0xff, 0xff, 0xff]);
     let reply: Reply = postcard::from_bytes(&bytes).unwrap();
-    assert!(reply.outcome.unwrap().unwrap_err().contains("disagree"), "an error, not a panic");
+    assert!(matches!(reply.answer, Answer::Unreadable(ref e) if e.contains("disagree")), "an error, not a panic: {:?}", reply.answer);
 }
 
 /// postcard writes no field names, so a field skipped when writing (serde's
@@ -129,4 +139,26 @@ fn any_bytes_get_an_answer_never_a_panic() {
         answered += 2;
     }
     assert!(answered > 100, "{answered}");
+}
+
+/// The editor's job gives what `edit::build` gives, less the snapshots,
+/// with the scenario and parameters it was asked for.
+#[test]
+fn a_typed_service_is_admitted_or_refused_as_the_cli_reads_it() {
+    let mut w = Reader::default();
+    let id = "nodeport-loadbalancer";
+    let own = kubehops_core::scenarios::starting_text(id, &Params::default());
+    let moved = own.replace("nodePort: 31000", "nodePort: 31234");
+    assert_ne!(own, moved, "the scenario's Service has the node port to change:\n{own}");
+    for (text, accepted) in [(moved, true), (own.replace("nodePort: 31000", "nodePort: 29000"), false)] {
+        let params = Params::default().with("manifest", Value::Manifest(text));
+        let Answer::Edit(e) = w.answer(Request { seq: 4, job: Job::Edit { id: id.into(), params: params.clone() } }).answer else { panic!("not an edit answer") };
+        let b = kubehops_objects::edit::build(id, &params).unwrap();
+        assert_eq!((e.id.as_str(), &e.params), (id, &params));
+        assert_eq!(e.refusal, b.refusal);
+        assert_eq!(e.scenario, b.scenario.map(|s| s.without_snapshots()));
+        assert_eq!(e.refusal.is_none(), accepted, "{:?}", e.refusal);
+    }
+    let Answer::Edit(e) = w.answer(Request { seq: 5, job: Job::Edit { id: "no-such".into(), params: Params::default() } }).answer else { panic!() };
+    assert_eq!((e.scenario, e.refusal), (None, None));
 }

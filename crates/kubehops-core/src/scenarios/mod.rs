@@ -270,6 +270,19 @@ impl Recorder {
     }
 }
 
+/// The text the manifest editor starts from: the typed one, or the
+/// scenario's own Service as a user would write it (empty for a scenario
+/// with nothing to edit).
+pub fn starting_text(id: &str, p: &Params) -> String {
+    if let Some(t) = p.manifest() {
+        return t.to_string();
+    }
+    let Some(e) = entry(id) else { return String::new() };
+    let Some(edit) = e.edit else { return String::new() };
+    let p = p.normalized(&(e.params)());
+    manifest_yaml(&(edit.service)(&p)).iter().map(|l| format!("{l}\n")).collect()
+}
+
 /// The manifest a user would write for this Service (no server-set fields).
 pub fn manifest_yaml(svc: &Service) -> Vec<String> {
     let mut y = vec!["apiVersion: v1".to_string(), "kind: Service".into(), "metadata:".into(), format!("  name: {}", svc.name)];
