@@ -273,7 +273,11 @@ window.send = (m) => f.contentWindow.postMessage(m, appOrigin);
 
   await test('an edit in the manifest editor: refused at its line, then accepted by a typed key, and played', async () => {
     await open('#/service-types/1/end?client=laptop');
-    await browser.click('.kh-manifest .kh-card-head button[aria-pressed]');
+    // The side panels are drawn in a task after the first frame (app.rs's
+    // Later), so the Edit button may come a moment after the canvas.
+    const edit = '.kh-manifest .kh-card-head button[aria-pressed]';
+    await waitFor((sel) => !!document.querySelector(sel), [edit], 'the Edit button', 5000);
+    await browser.click(edit);
     await waitFor(() => !!document.querySelector('.kh-editor-text'), [], 'the editor', 5000);
     const text = 'apiVersion: v1\nkind: Service\nmetadata:\n  name: api\nspec:\n  type: NodePort\n  selector:\n    app: api\n  ports:\n  - port: 80\n    targetPort: 8080\n    nodePort: 3123';
     // The text goes in as one input event (as editor.mjs's figures do) ...
