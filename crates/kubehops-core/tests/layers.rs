@@ -64,3 +64,25 @@ fn the_check_sees_each_form_of_a_path_up() {
         assert!(!HIGHER.iter().any(|m| names(code(line), m)), "false alarm: {line}");
     }
 }
+
+/// Each proxy mode has its own home: the nftables mode names none of the
+/// iptables mode's rule types (`dataplane::iptables`), and the iptables
+/// mode (`kubeproxy.rs`, `iptables.rs`) names nothing of `nftables`. What
+/// they share is `endpoints.rs`, the configuration and the hashing.
+#[test]
+fn the_proxy_modes_keep_apart() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/dataplane");
+    let pairs = [("nftables.rs", "iptables"), ("kubeproxy.rs", "nftables"), ("iptables.rs", "nftables")];
+    let mut found = Vec::new();
+    for (file, other) in pairs {
+        let text = std::fs::read_to_string(dir.join(file)).expect("readable");
+        let needles = [format!("dataplane::{other}"), format!("super::{other}"), format!("{other}::")];
+        for (i, line) in text.lines().enumerate() {
+            let c: String = code(line).split_whitespace().collect();
+            if needles.iter().any(|n| c.contains(n.as_str())) || (c.contains("dataplane::{") && c.split(['{', ',', '}']).any(|s| s == other || s.starts_with(&format!("{other}::")))) {
+                found.push(format!("{file}:{}: names `{other}`: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "a proxy mode reaches into the other:\n{}", found.join("\n"));
+}

@@ -14,12 +14,13 @@
 //! one sync, full or partial ([`restore_payload`]), and what the kernel
 //! gives back ([`NodeRules::save_kernel`]).
 
-use crate::api::{EndpointSlice, IpMode, Node, ObjectRef, Service, ServicePort, ServiceType, SessionAffinity, TrafficPolicy};
+use crate::api::{EndpointSlice, Node, ObjectRef, Service, ServicePort, ServiceType};
 use crate::hash::sha256_base32;
+use crate::dataplane::endpoints::{port_endpoints, PortEndpoint, PortPolicy};
 use crate::dataplane::iptables::{Purpose, CtState, Match, Rule, Table, TableName, Target};
-use crate::net::{Cidr, SockAddr};
+use crate::net::Cidr;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::net::Ipv4Addr;
 
 /// The mark kube-proxy sets on packets that must be masqueraded
@@ -359,57 +360,6 @@ fn comment_names(comment: &str, port_name: &str) -> bool {
         || comment.contains(&format!("for {port_name} "))
 }
 
-/// The endpoints of one service port, sorted as kube-proxy sorts them.
-#[derive(Clone, Debug, PartialEq)]
-struct PortEndpoint {
-    addr: SockAddr,
-    local: bool,
-    ready: bool,
-    serving_terminating: bool,
-}
-
-/// kube-proxy's `CategorizeEndpoints`: which endpoints the Cluster and Local
-/// policies use, all endpoints that need a KUBE-SEP chain, and whether the
-/// Service has any usable endpoint anywhere.
-fn categorize(eps: &[PortEndpoint], uses_cluster: bool, uses_local: bool) -> (Vec<&PortEndpoint>, Vec<&PortEndpoint>, Vec<&PortEndpoint>, bool) {
-    let mut has_any = false;
-    let mut cluster = Vec::new();
-    if uses_cluster {
-        cluster = eps.iter().filter(|e| e.ready).collect();
-        if cluster.is_empty() {
-            // Fall back to endpoints that still serve while terminating.
-            cluster = eps.iter().filter(|e| e.serving_terminating).collect();
-        }
-        has_any = !cluster.is_empty();
-    }
-    if !uses_local {
-        return (cluster.clone(), Vec::new(), cluster, has_any);
-    }
-    let (mut local_ready, mut local_st) = (false, false);
-    for e in eps {
-        if e.ready {
-            has_any = true;
-            local_ready |= e.local;
-        } else if e.serving_terminating {
-            has_any = true;
-            local_st |= e.local;
-        }
-    }
-    let local: Vec<&PortEndpoint> = if local_ready {
-        eps.iter().filter(|e| e.local && e.ready).collect()
-    } else if local_st {
-        eps.iter().filter(|e| e.local && e.serving_terminating).collect()
-    } else {
-        Vec::new()
-    };
-    if !uses_cluster {
-        return (cluster, local.clone(), local, has_any);
-    }
-    let used: std::collections::HashSet<SockAddr> = cluster.iter().chain(&local).map(|e| e.addr).collect();
-    let all = eps.iter().filter(|e| used.contains(&e.addr)).collect();
-    (cluster, local, all, has_any)
-}
-
 const FILTER_JUMPS: [(&str, &str, &str, bool); 11] = [
     // (built-in chain, target, comment, only NEW connections), in the order
     // they end up on a node: kube-proxy prepends its jumps, so the last it
@@ -637,25 +587,6 @@ fn write_forward(filter: &mut Table, cfg: &KubeProxyConfig) {
     );
 }
 
-/// The endpoints of one service port, from every slice of its Service,
-/// sorted as kube-proxy sorts them (by `ip:port` text). The first slice
-/// that lists an address wins; the set keeps this linear.
-fn port_endpoints(slices: &[&EndpointSlice], port: &ServicePort, hostname: &str) -> Vec<PortEndpoint> {
-    let mut eps: Vec<PortEndpoint> = Vec::new();
-    let mut seen = HashSet::new();
-    for slice in slices {
-        let Some(sp) = slice.ports.iter().find(|p| p.name == port.name && p.protocol == port.protocol) else { continue };
-        for e in &slice.endpoints {
-            let addr = SockAddr::new(e.ip, sp.port);
-            if seen.insert(addr) {
-                eps.push(PortEndpoint { addr, local: e.node_name == hostname, ready: e.ready, serving_terminating: e.serving && e.terminating });
-            }
-        }
-    }
-    crate::sort::by_key(&mut eps, |e| e.addr.to_string());
-    eps
-}
-
 /// What kube-proxy settles about one service port before it writes any
 /// of its rules: the names, the endpoints each traffic policy uses, and
 /// which chains exist. The fields are the proxier's per-port locals.
@@ -709,14 +640,8 @@ impl<'a> PortPlan<'a> {
         let name = svc.port_name(port);
         let proto = port.protocol.lower();
         let hash = port_proto_hash(&name, proto);
-        let lb_vips = captured_balancer_ips(svc);
-        let node_port = port.node_port.filter(|_| svc.spec.type_.has_node_ports());
-        let externally_accessible = node_port.is_some() || !lb_vips.is_empty() || !svc.spec.external_ips.is_empty();
-        let etp_local = externally_accessible && svc.spec.external_traffic_policy == TrafficPolicy::Local;
-        let itp_local = svc.spec.internal_traffic_policy == TrafficPolicy::Local;
-        let uses_cluster = !itp_local || (externally_accessible && !etp_local);
-        let uses_local = itp_local || (externally_accessible && etp_local);
-        let (cluster_eps, local_eps, reachable, has_endpoints) = categorize(eps, uses_cluster, uses_local);
+        let PortPolicy { lb_vips, node_port, externally_accessible, etp_local, itp_local, uses_cluster, uses_local, cluster_eps, local_eps, reachable, has_endpoints, affinity } =
+            PortPolicy::new(svc, port, eps);
         let no_local = local_eps.is_empty();
         let refusal_comment = if has_endpoints { format!("{name} has no local endpoints") } else { format!("{name} has no endpoints") };
         PortPlan {
@@ -734,7 +659,7 @@ impl<'a> PortPlan<'a> {
             has_external: has_endpoints && !(etp_local && no_local),
             uses_ext: has_endpoints && externally_accessible,
             uses_fw: has_endpoints && !lb_vips.is_empty() && !svc.spec.load_balancer_source_ranges.is_empty(),
-            affinity: affinity_timeout(svc),
+            affinity,
             name,
             lb_vips,
             node_port,
@@ -807,23 +732,6 @@ impl<'a> PortPlan<'a> {
             port_name: self.name,
             sep_chains,
         }
-    }
-}
-
-/// The balancer ingress addresses kube-proxy writes rules for (only a
-/// LoadBalancer's, and not those with ipMode Proxy).
-fn captured_balancer_ips(svc: &Service) -> Vec<Ipv4Addr> {
-    if svc.spec.type_ != ServiceType::LoadBalancer {
-        return Vec::new();
-    }
-    svc.status.load_balancer_ingress.iter().filter(|i| i.ip_mode != Some(IpMode::Proxy)).filter_map(|i| i.ip).collect()
-}
-
-/// The ClientIP session affinity timeout, if the Service has affinity.
-fn affinity_timeout(svc: &Service) -> Option<u32> {
-    match svc.spec.session_affinity {
-        SessionAffinity::ClientIP { timeout_seconds } => Some(timeout_seconds),
-        SessionAffinity::None => None,
     }
 }
 

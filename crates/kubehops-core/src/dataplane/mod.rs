@@ -5,6 +5,7 @@
 //! Beside the cluster: Docker Engine's bridge networks and published
 //! ports on a host ([`docker`]) and kind's nodes as its containers
 //! ([`kind`]).
+//! kube-proxy's nftables mode writes its own table ([`nftables`]).
 //!
 //! Architecture Invariant: a packet is rewritten only by [`netfilter`]
 //! walking rules, or by a [`conntrack`] entry those rules created.
@@ -12,8 +13,10 @@
 pub mod cni;
 pub mod conntrack;
 pub mod docker;
+pub mod endpoints;
 pub mod iptables;
 pub mod kind;
 pub mod kubeproxy;
 pub mod netfilter;
+pub mod nftables;
 pub mod trace;
