@@ -65,17 +65,22 @@ fn the_check_sees_each_form_of_a_path_up() {
     }
 }
 
-/// Each proxy mode has its own home: the nftables mode names none of the
-/// iptables mode's rule types (`dataplane::iptables`), and the iptables
+/// Each proxy mode has its own home: the nftables mode (`nftables/`) names
+/// none of the iptables mode's rule types (`dataplane::iptables`), and the iptables
 /// mode (`kubeproxy.rs`, `iptables.rs`) names nothing of `nftables`. What
 /// they share is `endpoints.rs`, the configuration and the hashing.
 #[test]
 fn the_proxy_modes_keep_apart() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/dataplane");
-    let pairs = [("nftables.rs", "iptables"), ("kubeproxy.rs", "nftables"), ("iptables.rs", "nftables")];
+    let mut nft = Vec::new();
+    rust_files(&dir.join("nftables"), &mut nft);
+    assert!(nft.len() >= 2, "the nftables mode's files were found: {nft:?}");
+    let mut pairs: Vec<(PathBuf, &str)> = nft.into_iter().map(|f| (f, "iptables")).collect();
+    pairs.extend([(dir.join("kubeproxy.rs"), "nftables"), (dir.join("iptables.rs"), "nftables")]);
     let mut found = Vec::new();
-    for (file, other) in pairs {
-        let text = std::fs::read_to_string(dir.join(file)).expect("readable");
+    for (path, other) in pairs {
+        let file = path.display();
+        let text = std::fs::read_to_string(&path).expect("readable");
         let needles = [format!("dataplane::{other}"), format!("super::{other}"), format!("{other}::")];
         for (i, line) in text.lines().enumerate() {
             let c: String = code(line).split_whitespace().collect();

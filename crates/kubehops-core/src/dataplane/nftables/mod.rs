@@ -29,7 +29,8 @@
 //! Inside, everything is typed ([`Ruleset`], [`Chain`], [`Set`], [`Rule`],
 //! [`Element`]); each rule and element says what it was written for
 //! ([`Purpose`]) and for which service port (`owner`). Text is only made by
-//! [`Ruleset::transaction`].
+//! [`Ruleset::transaction`] (what kube-proxy hands to `nft -f`) and
+//! [`Ruleset::list`] (what `nft list table` prints back, `listing`).
 
 use crate::api::{EndpointSlice, Node, Service, ServicePort, ServiceType};
 use crate::dataplane::kubeproxy::{KubeProxyConfig, MASQ_MARK};
@@ -39,6 +40,8 @@ use crate::net::{Cidr, Protocol, SockAddr};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
+
+mod listing;
 
 /// The table kube-proxy owns; every chain, set and map is inside it.
 pub const TABLE: &str = "kube-proxy";
@@ -450,10 +453,7 @@ fn render_set(s: &Set) -> String {
     }
     let mut out = format!("add {kind} ip {TABLE} {} {{ type {ty} ;", s.name);
     if !s.flags.is_empty() {
-        let f: Vec<&str> = s.flags.iter().map(|f| match f {
-            SetFlag::Dynamic => "dynamic",
-            SetFlag::Timeout => "timeout",
-        }).collect();
+        let f: Vec<&str> = s.flags.iter().map(|f| f.as_str()).collect();
         out.push_str(&format!(" flags {} ;", f.join(",")));
     }
     if let Some(t) = s.timeout {
@@ -479,6 +479,15 @@ fn render_chain(c: &Chain) -> String {
         out.push_str(" }");
     }
     out
+}
+
+impl SetFlag {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SetFlag::Dynamic => "dynamic",
+            SetFlag::Timeout => "timeout",
+        }
+    }
 }
 
 impl KeyType {
