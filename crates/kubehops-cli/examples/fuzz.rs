@@ -145,7 +145,9 @@ pub fn command_line(rng: &mut Rng) -> Vec<String> {
     let mut sync = None;
     // The command's words, its flags, and whether it reads objects (-f).
     // The commands that read objects come twice as often as the others.
-    let (mut a, required, optional, reads): (Vec<String>, Flags, Flags, bool) = match rng.below(11) {
+    let nft_format = ["--format", "transaction", "ruleset", "kernel"];
+    let service_cidr = ["--service-cidr", "10.96.0.0/12", "10.96.0.1", "fd00::/108", "0.0.0.0/0"];
+    let (mut a, required, optional, reads): (Vec<String>, Flags, Flags, bool) = match rng.below(12) {
         0 | 1 => {
             if rng.below(4) == 0 {
                 sync = Some((*rng.pick(&[CLUSTER_DIR, CLUSTER_DIR, "/nonexistent"]), rng.below(2) == 0));
@@ -176,6 +178,7 @@ pub fn command_line(rng: &mut Rng) -> Vec<String> {
             let words = *rng.pick(&[&["--version"][..], &["-V"], &["help"], &["help", "trace"], &["help", "nope"], &["--help"], &["-h"], &["dig", "-h"]]);
             (words.iter().map(|w| w.to_string()).collect(), vec![], vec![], false)
         }
+        10 => (vec!["nft".into()], vec![&node], vec![&nft_format, &service_cidr, &range, strict], true),
         _ => (vec![rng.pick(&["nope", "get", "", "iptables", "-x"]).to_string()], vec![], vec![&output], true),
     };
     let mut flags: Vec<&[&str]> = required.into_iter().filter(|_| rng.below(12) != 0).collect();

@@ -15,7 +15,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use kubehops_core::api::server::PortRange;
 use kubehops_core::dataplane::kubeproxy::NodeFeatures;
 use kubehops_core::dns::QType;
-use kubehops_core::net::Protocol;
+use kubehops_core::net::{Cidr, Protocol};
 use std::ffi::OsStr;
 use std::net::Ipv4Addr;
 
@@ -81,8 +81,8 @@ or out of range are errors (exit code 1); a wrong command line exits with 2.";
     version,
     about = "Reads Kubernetes objects and prints what the KubeHops model computes from them",
     long_about = "Reads Kubernetes objects and prints what the KubeHops model computes from them: a node's
-iptables rules, the path of one packet through them, kubectl's Service table and CoreDNS's
-answers.",
+kube-proxy rules (iptables mode, or nftables mode with `nft`), the path of one packet through
+the iptables rules, kubectl's Service table and CoreDNS's answers.",
     subcommand_required = true,
     arg_required_else_help = true
 )]
@@ -94,6 +94,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     IptablesSave(IptablesSaveArgs),
+    Nft(NftArgs),
     Trace(TraceArgs),
     Get(GetArgs),
     Dig(DigArgs),
@@ -142,14 +143,8 @@ the argument order kube-proxy writes it. Without --node, the node is the hostnam
 the KubeProxyConfiguration given."
 )]
 pub struct IptablesSaveArgs {
-    /// The node [default: the config's hostnameOverride]
-    #[arg(
-        long,
-        value_name = "NAME",
-        long_help = "The node whose rules to print [default: the hostnameOverride of the
-KubeProxyConfiguration given]"
-    )]
-    pub node: Option<String>,
+    #[command(flatten)]
+    pub node: NodeArg,
 
     /// kube-proxy (the default), restore or kernel
     #[arg(
@@ -194,6 +189,60 @@ used)"
 
     #[command(flatten)]
     pub input: InputArgs,
+}
+
+/// Print a node's kube-proxy rules in nftables mode
+#[derive(Args, Debug, Clone, PartialEq)]
+#[command(
+    args_override_self = true,
+    long_about = "Prints the ip kube-proxy table that kube-proxy in nftables mode writes on NAME, whatever
+mode the KubeProxyConfiguration given sets: its clusterCIDR, masqueradeAll and
+nodePortAddresses apply. Without --node, the node is the config's hostnameOverride."
+)]
+pub struct NftArgs {
+    #[command(flatten)]
+    pub node: NodeArg,
+
+    /// transaction (the default) or ruleset
+    #[arg(
+        long,
+        value_name = "FORMAT",
+        hide_possible_values = true,
+        value_parser = Checked::new(nft_format, &["transaction", "ruleset"]),
+        long_help = "How to print the rules:
+--format transaction  (the default) what kube-proxy hands to `nft -f` on a fresh
+                      node: add table, sets and maps, chains, rules, elements
+--format ruleset      what `nft list table ip kube-proxy` on the node prints back,
+                      to diff against a real node (nft 1.0's layout)"
+    )]
+    pub format: Option<NftFormat>,
+
+    /// The Service range the API server allocates cluster IPs from
+    #[arg(
+        long,
+        value_name = "CIDR",
+        value_parser = Checked::new(|s| cidr(s, "--service-cidr"), &[]),
+        long_help = "The Service range (the cluster's ServiceCIDR) the API server allocates cluster IPs
+from. With it, traffic to an address inside it that no Service holds is dropped
+(cluster-ips-check); without it that rule is left out"
+    )]
+    pub service_cidr: Option<Cidr>,
+
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+/// `--node` of the commands that print a node's rules.
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct NodeArg {
+    /// The node [default: the config's hostnameOverride]
+    #[arg(
+        long,
+        value_name = "NAME",
+        long_help = "The node whose rules to print [default: the hostnameOverride of the
+KubeProxyConfiguration given]"
+    )]
+    pub node: Option<String>,
 }
 
 /// `--iptables-features`, shared by iptables-save and trace.
@@ -378,6 +427,13 @@ pub enum Resource {
     Services,
 }
 
+/// The renderings of `nft --format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NftFormat {
+    Transaction,
+    Ruleset,
+}
+
 /// The renderings of `iptables-save --format`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -434,6 +490,18 @@ fn format(s: &str) -> Result<Format, String> {
         "kernel" => Ok(Format::Kernel),
         other => Err(format!("invalid argument \"{other}\" for \"--format\": want kube-proxy, restore or kernel")),
     }
+}
+
+fn nft_format(s: &str) -> Result<NftFormat, String> {
+    match s {
+        "transaction" => Ok(NftFormat::Transaction),
+        "ruleset" => Ok(NftFormat::Ruleset),
+        other => Err(format!("invalid argument \"{other}\" for \"--format\": want transaction or ruleset")),
+    }
+}
+
+fn cidr(s: &str, flag: &str) -> Result<Cidr, String> {
+    s.parse::<Cidr>().map_err(|_| format!("invalid argument \"{s}\" for \"{flag}\": want an IPv4 CIDR such as 10.96.0.0/12"))
 }
 
 /// What `--iptables-features` says the node can do: a profile or a list.
@@ -518,11 +586,12 @@ fn shell(s: &str) -> Result<clap_complete::Shell, String> {
 // ------------------------------------------------------------ usage
 
 /// Every command's synopsis, after the program's name.
-const SYNOPSES: [(&str, &str); 5] = [
+const SYNOPSES: [(&str, &str); 6] = [
     (
         "iptables-save",
         "iptables-save [--node NAME] [--format kube-proxy|restore|kernel] [--iptables-features FEATURES] [--previous FILE... [--full-sync]] [--strict] -f FILE...",
     ),
+    ("nft", "nft [--node NAME] [--format transaction|ruleset] [--service-cidr CIDR] [--strict] -f FILE..."),
     (
         "trace",
         "trace [--node NAME] --src IP --dst IP --dport PORT [--proto tcp|udp|sctp] [--from-node] [--iptables-features FEATURES] [-o json] [--strict] -f FILE...",

@@ -2,13 +2,14 @@
 //! command checks what clap cannot (flags that need each other), then reads
 //! the inputs, then asks the model and formats the answer.
 
-use crate::args::{self, Command, CompletionArgs, DigArgs, Format, GetArgs, InputArgs, IptablesSaveArgs, NotRun, Program, TraceArgs};
+use crate::args::{self, Command, CompletionArgs, DigArgs, Format, GetArgs, InputArgs, IptablesSaveArgs, NftArgs, NftFormat, NotRun, Program, TraceArgs};
 use crate::objects::Cluster;
 use crate::{input, objects, Error, Output};
 use kubehops_core::api::kubectl::{get_svc, Namespaces};
 use kubehops_core::api::server::PortRange;
 use kubehops_core::api::Node;
-use kubehops_core::dataplane::kubeproxy::{changed_services, restore_payload, sync_node, KubeProxyConfig, NodeFeatures, NodeRules, SyncMode};
+use kubehops_core::dataplane::kubeproxy::{changed_services, restore_payload, sync_node, KubeProxyConfig, NodeFeatures, NodeRules, ProxyMode, SyncMode};
+use kubehops_core::dataplane::nftables::{self, NftablesConfig};
 use kubehops_core::dataplane::trace::{trace, TraceVerdict};
 use kubehops_core::dns::{ClusterDns, DnsConfig, QType, NDOTS};
 use kubehops_core::net::{Packet, Protocol, SockAddr};
@@ -30,6 +31,7 @@ pub fn dispatch(program: Program, argv: &[String], stdin: &mut dyn Read) -> Resu
     let usage_of = |message: String| Error::Usage { message, usage: args::usage(program, name) };
     match command {
         Command::IptablesSave(a) => iptables_save(&a, stdin, &usage_of),
+        Command::Nft(a) => nft(&a, stdin, &usage_of),
         Command::Trace(a) => trace_cmd(&a, stdin, &usage_of),
         Command::Get(a) => get(&a, stdin, &usage_of),
         Command::Dig(a) => dig(&a, stdin, &usage_of),
@@ -96,7 +98,8 @@ fn iptables_save(a: &IptablesSaveArgs, stdin: &mut dyn Read, usage_of: &dyn Fn(S
         return Err(u("--full-sync needs --previous: without it the sync is the node's first, which is full anyway"));
     }
     let c = load(&a.input, stdin, usage_of)?;
-    let (node, cfg) = pick_node(a.node.as_deref(), &c, a.features.iptables_features, usage_of).map_err(|e| (warnings(&c), e))?;
+    let (node, cfg) = pick_node(a.node.node.as_deref(), &c, a.features.iptables_features, usage_of).map_err(|e| (warnings(&c), e))?;
+    iptables_mode(&cfg, "iptables-save").map_err(|e| (warnings(&c), e))?;
     let rules = sync_node(node, &c.services, &c.slices, &cfg);
     let (lines, extra_warnings) = match format {
         Format::KubeProxy => (rules.save(), String::new()),
@@ -109,6 +112,31 @@ fn iptables_save(a: &IptablesSaveArgs, stdin: &mut dyn Read, usage_of: &dyn Fn(S
     };
     let stdout: String = lines.iter().map(|l| format!("{l}\n")).collect();
     Ok(Output { stdout, stderr: warnings(&c) + &extra_warnings })
+}
+
+/// A node whose kube-proxy runs in nftables mode has no kube-proxy
+/// iptables rules: the commands that read them say so rather than print
+/// rules the node does not have.
+fn iptables_mode(cfg: &KubeProxyConfig, command: &str) -> Result<(), Error> {
+    match cfg.mode {
+        ProxyMode::Iptables => Ok(()),
+        ProxyMode::Nftables => Err(Error::Other(format!(
+            "the KubeProxyConfiguration sets mode: nftables, so kube-proxy writes no iptables rules on this node; `kubehops nft` prints its nftables rules ({command} reads the iptables mode only)"
+        ))),
+    }
+}
+
+fn nft(a: &NftArgs, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) -> Outcome {
+    let c = load(&a.input, stdin, usage_of)?;
+    let (node, cfg) = pick_node(a.node.node.as_deref(), &c, None, usage_of).map_err(|e| (warnings(&c), e))?;
+    let nft_cfg = NftablesConfig { service_cidrs: a.service_cidr.into_iter().collect(), ..NftablesConfig::for_node(cfg, node) };
+    let rules = nftables::sync_node(node, &c.services, &c.slices, &nft_cfg);
+    let lines = match a.format.unwrap_or(NftFormat::Transaction) {
+        NftFormat::Transaction => rules.transaction(),
+        NftFormat::Ruleset => rules.list(),
+    };
+    let stdout: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    Ok(Output { stdout, stderr: warnings(&c) })
 }
 
 /// The restore payload of a sync after the node applied `before`'s: the
@@ -137,6 +165,7 @@ fn trace_cmd(a: &TraceArgs, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> E
     let json = a.json.unwrap_or(false);
     let c = load(&a.input, stdin, usage_of)?;
     let (node, cfg) = pick_node(a.node.as_deref(), &c, a.features.iptables_features, usage_of).map_err(|e| (warnings(&c), e))?;
+    iptables_mode(&cfg, "trace").map_err(|e| (warnings(&c), e))?;
     let rules = sync_node(node, &c.services, &c.slices, &cfg);
     let pkt = Packet::new(proto, SockAddr::new(src, TRACE_SOURCE_PORT), SockAddr::new(dst, dport));
     let result = trace(&rules, node, &pkt, a.from_node);

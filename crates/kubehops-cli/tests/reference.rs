@@ -36,7 +36,7 @@ fn the_reference_is_the_binarys_help() {
     };
     assert_eq!(block("kubehops"), printed(&["--help"]));
     let commands = commands();
-    assert_eq!(commands, ["iptables-save", "trace", "get", "dig", "completion"]);
+    assert_eq!(commands, ["iptables-save", "nft", "trace", "get", "dig", "completion"]);
     for c in &commands {
         assert_eq!(block(&format!("kubehops {c}")), printed(&[c, "--help"]), "{c}");
     }

@@ -18,7 +18,7 @@ use kubehops_core::api::{
 use kubehops_core::api::server::{
     admit_stored_services, dns1123_label_errors, ApiError, ApiServerConfig, FieldError, FieldErrorKind, PortRange, StoredWarning,
 };
-use kubehops_core::dataplane::kubeproxy::KubeProxyConfig;
+use kubehops_core::dataplane::kubeproxy::{KubeProxyConfig, NodePortAddresses, ProxyMode};
 use kubehops_core::net::{Cidr, Protocol};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -967,8 +967,48 @@ fn kube_proxy_config(v: &Value, name: &str) -> Result<KubeProxyConfig, Error> {
     cfg.localhost_node_ports = r.bool(ipt.and_then(|i| i.get("localhostNodePorts")), "iptables.localhostNodePorts").unwrap_or(true);
     let conntrack = r.obj(v.get("conntrack"), "conntrack");
     cfg.tcp_be_liberal = r.bool(conntrack.and_then(|c| c.get("tcpBeLiberal")), "conntrack.tcpBeLiberal").unwrap_or(false);
+    cfg.mode = proxy_mode(&mut r, v.get("mode"));
+    cfg.node_port_addresses = node_port_addresses(&mut r, v.get("nodePortAddresses"));
     r.finish("KubeProxyConfiguration", name)?;
     Ok(cfg)
+}
+
+/// `mode`, as kube-proxy validates it on Linux; IPVS is valid there but
+/// not modelled here, and says so.
+fn proxy_mode(r: &mut Reader, v: Option<&Value>) -> ProxyMode {
+    match r.str(v, "mode").unwrap_or("") {
+        "" | "iptables" => ProxyMode::Iptables,
+        "nftables" => ProxyMode::Nftables,
+        "ipvs" => {
+            r.invalid("mode", "\"ipvs\"".into(), "kubehops models the iptables and nftables modes; IPVS mode, deprecated since Kubernetes 1.35, is not modelled");
+            ProxyMode::Iptables
+        }
+        other => {
+            r.invalid("mode", format!("{other:?}"), "must be iptables, ipvs, nftables or blank (blank means the best-available proxy [currently iptables])");
+            ProxyMode::Iptables
+        }
+    }
+}
+
+/// `nodePortAddresses`: IPv4 prefixes (IPv6 ones are kept out, as the
+/// model is IPv4), or the single string `primary`.
+fn node_port_addresses(r: &mut Reader, v: Option<&Value>) -> NodePortAddresses {
+    let items = r.list(v, "nodePortAddresses");
+    let texts: Vec<(usize, &str)> = items.iter().enumerate().filter_map(|(i, x)| r.str(Some(x), &format!("nodePortAddresses[{i}]")).map(|t| (i, t))).collect();
+    if texts.iter().any(|(_, t)| *t == "primary") {
+        if texts.len() > 1 {
+            r.invalid("nodePortAddresses", format!("{:?}", texts.iter().map(|(_, t)| *t).collect::<Vec<_>>()), "\"primary\" must be the only entry");
+        }
+        return NodePortAddresses::Primary;
+    }
+    let mut cidrs = Vec::new();
+    for (i, t) in texts {
+        if t.split_once('/').is_some_and(|(a, _)| a.parse::<Ipv6Addr>().is_ok()) {
+            continue;
+        }
+        cidrs.extend(r.cidr(t, &format!("nodePortAddresses[{i}]")));
+    }
+    if cidrs.is_empty() { NodePortAddresses::All } else { NodePortAddresses::Cidrs(cidrs) }
 }
 
 #[cfg(test)]
@@ -1217,10 +1257,18 @@ clusterCIDR: 'fd00:10::/56, 10.244.0.0/16'
 hostnameOverride: node-2
 iptables: {masqueradeAll: true, localhostNodePorts: false}
 conntrack: {tcpBeLiberal: true}
+mode: nftables
+nodePortAddresses: [192.168.0.0/16, 'fd00::/64']
 ",
         )
         .unwrap();
         let cfg = c.proxy.unwrap();
+        assert_eq!(cfg.mode, ProxyMode::Nftables);
+        assert_eq!(cfg.node_port_addresses, NodePortAddresses::Cidrs(vec!["192.168.0.0/16".parse().unwrap()]));
+        let primary = load_yaml("apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nnodePortAddresses: [primary]\n").unwrap();
+        assert_eq!(primary.proxy.unwrap().node_port_addresses, NodePortAddresses::Primary);
+        let blank = load_yaml("apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: ''\n").unwrap().proxy.unwrap();
+        assert_eq!((blank.mode, blank.node_port_addresses), (ProxyMode::Iptables, NodePortAddresses::All));
         assert_eq!(cfg.cluster_cidr, Some("10.244.0.0/16".parse().unwrap()));
         assert_eq!(cfg.hostname_override.as_deref(), Some("node-2"));
         assert!(cfg.masquerade_all && !cfg.localhost_node_ports && cfg.tcp_be_liberal);
@@ -1228,6 +1276,12 @@ conntrack: {tcpBeLiberal: true}
         assert!(e.to_string().contains("conntrack.tcpBeLiberal"), "{e}");
         let e = load_yaml("apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nclusterCIDR: nonsense\n").unwrap_err();
         assert_eq!(e.to_string(), "The KubeProxyConfiguration is invalid: clusterCIDR: Invalid value: \"nonsense\": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)");
+        let e = load_yaml("apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: kernelspace\n").unwrap_err();
+        assert_eq!(e.to_string(), "The KubeProxyConfiguration is invalid: mode: Invalid value: \"kernelspace\": must be iptables, ipvs, nftables or blank (blank means the best-available proxy [currently iptables])");
+        let e = load_yaml("apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: ipvs\n").unwrap_err();
+        assert!(e.to_string().contains("mode: Invalid value: \"ipvs\": kubehops models the iptables and nftables modes"), "{e}");
+        let e = load_yaml("apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nnodePortAddresses: [10.0.0.0/8, nonsense]\n").unwrap_err();
+        assert!(e.to_string().contains("nodePortAddresses[1]: Invalid value: \"nonsense\""), "{e}");
         let two = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n---\napiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmetadata: {name: again}\n";
         assert!(load_yaml(two).unwrap_err().to_string().contains("more than one KubeProxyConfiguration"));
     }

@@ -87,6 +87,44 @@ pub struct KubeProxyConfig {
     /// Not configuration: what the node can do (see [`NodeFeatures`]).
     #[serde(default)]
     pub node_features: NodeFeatures,
+    /// `mode`: which proxier writes the node's rules.
+    #[serde(default)]
+    pub mode: ProxyMode,
+    /// `nodePortAddresses`. Only the nftables mode reads it so far.
+    #[serde(default)]
+    pub node_port_addresses: NodePortAddresses,
+}
+
+/// `nodePortAddresses`: which of the node's addresses answer on node ports.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NodePortAddresses {
+    /// Unset: every local address.
+    #[default]
+    All,
+    /// `primary`: the node's primary address, from its Node object.
+    Primary,
+    /// The node's addresses inside these prefixes.
+    Cidrs(Vec<Cidr>),
+}
+
+/// `KubeProxyConfiguration.mode` on Linux, as far as kubehops models it:
+/// blank means iptables, as upstream has it. IPVS mode (deprecated since
+/// Kubernetes 1.35) is not modelled.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ProxyMode {
+    #[default]
+    Iptables,
+    Nftables,
+}
+
+impl ProxyMode {
+    /// The name the configuration and the command line use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProxyMode::Iptables => "iptables",
+            ProxyMode::Nftables => "nftables",
+        }
+    }
 }
 
 impl Default for KubeProxyConfig {
@@ -98,6 +136,8 @@ impl Default for KubeProxyConfig {
             hostname_override: None,
             tcp_be_liberal: false,
             node_features: NodeFeatures::default(),
+            mode: ProxyMode::default(),
+            node_port_addresses: NodePortAddresses::All,
         }
     }
 }

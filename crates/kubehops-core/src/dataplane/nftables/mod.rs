@@ -33,7 +33,7 @@
 //! [`Ruleset::list`] (what `nft list table` prints back, `listing`).
 
 use crate::api::{EndpointSlice, Node, Service, ServicePort, ServiceType};
-use crate::dataplane::kubeproxy::{KubeProxyConfig, MASQ_MARK};
+use crate::dataplane::kubeproxy::{KubeProxyConfig, NodePortAddresses, MASQ_MARK};
 use crate::hash::sha256_base32;
 use crate::dataplane::endpoints::{port_endpoints, PortEndpoint, PortPolicy};
 use crate::net::{Cidr, Protocol, SockAddr};
@@ -105,6 +105,20 @@ impl NftablesConfig {
     /// The nftables settings at their defaults, around `proxy`.
     pub fn new(proxy: KubeProxyConfig) -> NftablesConfig {
         NftablesConfig { proxy, node_port_addresses: Vec::new(), service_cidrs: Vec::new(), local_addresses: Vec::new(), masquerade_mark: MASQ_MARK }
+    }
+
+    /// The settings kube-proxy in nftables mode has on `node`: the shared
+    /// ones of `proxy`, its `nodePortAddresses` resolved against the node
+    /// (`primary` is the node's InternalIP), and the node's own address.
+    /// The ServiceCIDRs come from elsewhere (the API server's range), so
+    /// they stay empty here.
+    pub fn for_node(proxy: KubeProxyConfig, node: &Node) -> NftablesConfig {
+        let node_port_addresses = match &proxy.node_port_addresses {
+            NodePortAddresses::All => Vec::new(),
+            NodePortAddresses::Primary => vec![Cidr::new(node.internal_ip, 32)],
+            NodePortAddresses::Cidrs(c) => c.clone(),
+        };
+        NftablesConfig { node_port_addresses, ..NftablesConfig::new(proxy) }
     }
 
     /// Node ports answer on every local address (no `nodeport-ips` set).
