@@ -40,6 +40,21 @@ fn a_paste_is_read_and_built_as_the_cli_reads_and_builds_it() {
     assert!(c.scenario.steps.iter().all(|s| s.snapshot.is_none()));
 }
 
+/// A cluster in nftables mode is told that the view draws iptables mode;
+/// one in iptables mode (or without a config) gets no such line.
+#[test]
+fn a_cluster_in_nftables_mode_is_told_what_the_view_draws() {
+    let yaml = cluster::example_yaml(2, 4, 1);
+    let config = |mode: &str| format!("{yaml}\n---\napiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: {mode}\n");
+    let note = |text: &str| {
+        let c = cluster_of(Reader::default().answer(paste(1, text, Params::default()))).unwrap().unwrap();
+        c.warnings.iter().filter(|w| w.contains("sets mode: nftables")).count()
+    };
+    assert_eq!(note(&config("nftables")), 1);
+    assert_eq!(note(&config("iptables")), 0);
+    assert_eq!(note(&yaml), 0);
+}
+
 #[test]
 fn new_parameters_rebuild_the_cluster_kept_without_sending_it_again() {
     let yaml = cluster::example_yaml(4, 12, 5);
