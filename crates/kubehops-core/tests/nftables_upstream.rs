@@ -78,7 +78,12 @@ fn balancer(s: &mut Service, lb: Ipv4Addr) {
 }
 
 fn overall() -> Ruleset {
-    let services = [
+    overall_with(|_, _, _| {})
+}
+
+/// The test's objects and node, changed by `edit` before the sync.
+fn overall_with(edit: impl Fn(&mut Vec<Service>, &mut Vec<EndpointSlice>, &mut NftablesConfig)) -> Ruleset {
+    let mut services = vec![
         // ClusterIP.
         svc(1, ServiceType::ClusterIP, None, |_| {}),
         // LoadBalancer, externalTrafficPolicy Local, an external IP.
@@ -100,7 +105,7 @@ fn overall() -> Ruleset {
         // ClusterIP without endpoints.
         svc(6, ServiceType::ClusterIP, None, |_| {}),
     ];
-    let slices = [
+    let mut slices = vec![
         slice(1, &[(ip(10, 180, 0, 1), "")]),
         // Not on this node: svc2's Local policy has no endpoint here.
         slice(2, &[(ip(10, 180, 0, 2), "")]),
@@ -108,8 +113,34 @@ fn overall() -> Ruleset {
         slice(4, &[(ip(10, 180, 0, 4), ""), (ip(10, 180, 0, 5), HOST)]),
         slice(5, &[(ip(10, 180, 0, 3), "")]),
     ];
-    let (node, cfg) = setup();
+    let (node, mut cfg) = setup();
+    edit(&mut services, &mut slices, &mut cfg);
     sync_node(&node, &services, &slices, &cfg)
+}
+
+/// Rulesets the golden does not cover, for the kernel: other policies,
+/// settings and endpoint states over the same Services.
+fn variants() -> Vec<(&'static str, Ruleset)> {
+    vec![
+        ("upstream's overall", overall()),
+        ("every traffic policy Local", overall_with(|svcs, _, _| {
+            for s in svcs {
+                s.spec.external_traffic_policy = TrafficPolicy::Local;
+                s.spec.internal_traffic_policy = TrafficPolicy::Local;
+            }
+        })),
+        ("masqueradeAll, node ports on every address, no ServiceCIDR", overall_with(|_, _, cfg| {
+            cfg.proxy.masquerade_all = true;
+            cfg.node_port_addresses.clear();
+            cfg.service_cidrs.clear();
+        })),
+        ("only terminating endpoints, still serving", overall_with(|_, slices, _| {
+            for e in slices.iter_mut().flat_map(|s| s.endpoints.iter_mut()) {
+                (e.ready, e.serving, e.terminating) = (false, true, true);
+            }
+        })),
+        ("no endpoints anywhere", overall_with(|_, slices, _| slices.clear())),
+    ]
 }
 
 /// What upstream's sortNFTablesTransaction does to a dump.
@@ -214,25 +245,29 @@ fn the_kernel_loads_the_transaction_and_lists_what_the_model_says() {
         println!("nftables kernel check: skipped: `unshare --net nft` cannot run ({why})");
         return;
     }
-    let rs = overall();
-    let text = rs.transaction().join("\n") + "\n";
-    // One shell in one namespace: load, then list what the kernel holds.
-    let mut child = Command::new("unshare")
-        .args(["--net", "sh", "-c", "nft -f - && nft list table ip kube-proxy"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("unshare runs");
-    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "nft -f refused the model's transaction:\n{}", String::from_utf8_lossy(&out.stderr));
-    let listed = String::from_utf8_lossy(&out.stdout).to_string();
-    let model = rs.list().join("\n") + "\n";
-    if let Some(i) = listed.lines().zip(model.lines()).position(|(k, m)| k != m) {
-        panic!("nft list differs from Ruleset::list at line {}:\n  kernel: {:?}\n  model:  {:?}\nkernel's listing:\n{listed}", i + 1, listed.lines().nth(i).unwrap(), model.lines().nth(i).unwrap());
+    let mut lines = 0;
+    for (name, rs) in variants() {
+        let text = rs.transaction().join("\n") + "\n";
+        // One shell in one namespace: load, then list what the kernel holds.
+        let mut child = Command::new("unshare")
+            .args(["--net", "sh", "-c", "nft -f - && nft list table ip kube-proxy"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("unshare runs");
+        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{name}: nft -f refused the model's transaction:\n{}", String::from_utf8_lossy(&out.stderr));
+        let listed = String::from_utf8_lossy(&out.stdout).to_string();
+        let model = rs.list().join("\n") + "\n";
+        if let Some(i) = listed.lines().zip(model.lines()).position(|(k, m)| k != m) {
+            panic!("{name}: nft list differs from Ruleset::list at line {}:\n  kernel: {:?}\n  model:  {:?}\nkernel's listing:\n{listed}", i + 1, listed.lines().nth(i).unwrap(), model.lines().nth(i).unwrap());
+        }
+        assert_eq!(listed, model, "{name}: same lines, but not the same text (line count or ending)");
+        println!("nftables kernel check: {name}: {} chains, {} sets and maps, {} rules, {} elements; nft list matches the model's {} lines",
+            rs.chains.len(), rs.sets.len(), rs.chains.iter().map(|c| c.rules.len()).sum::<usize>(), rs.sets.iter().map(|s| s.elements.len()).sum::<usize>(), model.lines().count());
+        lines += model.lines().count();
     }
-    assert_eq!(listed, model, "same lines, but not the same text (line count or ending)");
-    println!("nftables kernel check: {} chains, {} sets and maps, {} rules, {} elements loaded; nft list matches the model's {} lines",
-        rs.chains.len(), rs.sets.len(), rs.chains.iter().map(|c| c.rules.len()).sum::<usize>(), rs.sets.iter().map(|s| s.elements.len()).sum::<usize>(), model.lines().count());
+    println!("nftables kernel check: {} rulesets, {lines} listed lines, all equal", variants().len());
 }

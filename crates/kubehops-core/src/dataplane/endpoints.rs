@@ -121,7 +121,12 @@ impl<'a> PortPolicy<'a> {
         let externally_accessible = node_port.is_some() || !lb_vips.is_empty() || !svc.spec.external_ips.is_empty();
         let etp_local = externally_accessible && svc.spec.external_traffic_policy == TrafficPolicy::Local;
         let itp_local = svc.spec.internal_traffic_policy == TrafficPolicy::Local;
-        let uses_cluster = !itp_local || (externally_accessible && !etp_local);
+        // Upstream's UsesClusterEndpoints: even with externalTrafficPolicy
+        // Local, an externally accessible port needs its cluster chain, where
+        // the external chain short-circuits Pods and the node itself. (With
+        // both policies Local this was false here, and the external chain
+        // named a chain never written: the real kernel refused it.)
+        let uses_cluster = !itp_local || externally_accessible;
         let uses_local = itp_local || (externally_accessible && etp_local);
         let (cluster_eps, local_eps, reachable, has_endpoints) = categorize(eps, uses_cluster, uses_local);
         let affinity = match svc.spec.session_affinity {

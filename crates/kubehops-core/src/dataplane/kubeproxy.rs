@@ -1069,6 +1069,35 @@ mod tests {
         assert_eq!(changed(&[a, c], &before.1), ["ns/b", "ns/c"]);
     }
 
+    /// With both traffic policies Local, a node port's KUBE-EXT chain still
+    /// short-circuits Pods and the node to KUBE-SVC (upstream's
+    /// UsesClusterEndpoints), so that chain must be written: every jump
+    /// has a chain to land in. (The nftables mode's kernel test found this
+    /// missing; iptables-restore refuses such a jump just as nft does.)
+    #[test]
+    fn with_both_policies_local_every_jump_lands_in_a_written_chain() {
+        let mut svc = service("a", [10, 96, 0, 1]);
+        svc.spec.type_ = ServiceType::NodePort;
+        svc.spec.ports[0].node_port = Some(30080);
+        svc.spec.external_traffic_policy = crate::api::TrafficPolicy::Local;
+        svc.spec.internal_traffic_policy = crate::api::TrafficPolicy::Local;
+        let node = Node { name: "other".into(), internal_ip: [10, 0, 0, 9].into(), pod_cidr: None };
+        let rules = sync_node(&node, &[svc], &[slice("a", [10, 0, 0, 1], true)], &KubeProxyConfig::default());
+        let mut jumps = 0;
+        for t in [&rules.filter, &rules.nat] {
+            for c in &t.chains {
+                for r in &c.rules {
+                    if let Target::Jump(to) = &r.target {
+                        jumps += 1;
+                        assert!(t.chain(to).is_some(), "{} jumps to {to}, which is not written:\n{}", c.name, rules.save().join("\n"));
+                    }
+                }
+            }
+        }
+        assert!(jumps > 5, "only {jumps} jumps");
+        assert!(rules.nat.chains.iter().any(|c| c.name.starts_with("KUBE-SVC-")), "no KUBE-SVC chain:\n{}", rules.save().join("\n"));
+    }
+
     #[test]
     fn chain_names_match_kube_proxy() {
         // Known names from kube-proxy's own iptables proxier tests.
