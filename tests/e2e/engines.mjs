@@ -195,6 +195,13 @@ window.send = (m) => f.contentWindow.postMessage(m, appOrigin);
       await sleep(100);
     }
   }
+  // Clicks and typing wait for their element first, as Playwright does in
+  // the Chromium suite: the side panels are drawn in a task after the
+  // first frame (app.rs's Later), so a control may come a moment after the
+  // canvas the test waited for. Neither driver here waits by itself.
+  const present = (sel) => waitFor((s) => !!document.querySelector(s), [sel], sel, 5000);
+  const click = async (sel) => { await present(sel); await browser.click(sel); };
+  const type = async (sel, text) => { await present(sel); await browser.type(sel, text); };
   // Opens a fresh document (a new query each time, so never a same-document
   // hash change) and waits for `ready` (in the iframe, for a host page).
   let lastUrl = '';
@@ -257,12 +264,12 @@ window.send = (m) => f.contentWindow.postMessage(m, appOrigin);
     // tried on a page at rest, at the end of step 1.
     await open('#/nodeport-loadbalancer/1/end');
     check(await attr('data-playing') === 'false', 'plays without Play');
-    await browser.click('button[aria-label="Play"]');
+    await click('button[aria-label="Play"]');
     await waitFor(() => document.querySelector('.kh').dataset.playing === 'true', [], 'data-playing="true"', 5000);
     const at = () => { const p = document.querySelector('[data-testid=packet]'); return p && `${p.dataset.x},${p.dataset.y}`; };
     const first = await waitFor(at, [], 'a packet', 5000);
     const moved = await waitFor((first) => { const p = document.querySelector('[data-testid=packet]'); return p && `${p.dataset.x},${p.dataset.y}` !== first && `${p.dataset.x},${p.dataset.y}`; }, [first], 'the packet to move', 5000);
-    await browser.click('button[aria-label="Pause"]');
+    await click('button[aria-label="Pause"]');
     await waitFor(() => document.querySelector('.kh').dataset.playing === 'false', [], 'Pause to stop', 5000);
     const paused = await browser.eval(at);
     await sleep(400);
@@ -273,11 +280,7 @@ window.send = (m) => f.contentWindow.postMessage(m, appOrigin);
 
   await test('an edit in the manifest editor: refused at its line, then accepted by a typed key, and played', async () => {
     await open('#/service-types/1/end?client=laptop');
-    // The side panels are drawn in a task after the first frame (app.rs's
-    // Later), so the Edit button may come a moment after the canvas.
-    const edit = '.kh-manifest .kh-card-head button[aria-pressed]';
-    await waitFor((sel) => !!document.querySelector(sel), [edit], 'the Edit button', 5000);
-    await browser.click(edit);
+    await click('.kh-manifest .kh-card-head button[aria-pressed]');
     await waitFor(() => !!document.querySelector('.kh-editor-text'), [], 'the editor', 5000);
     const text = 'apiVersion: v1\nkind: Service\nmetadata:\n  name: api\nspec:\n  type: NodePort\n  selector:\n    app: api\n  ports:\n  - port: 80\n    targetPort: 8080\n    nodePort: 3123';
     // The text goes in as one input event (as editor.mjs's figures do) ...
@@ -291,7 +294,7 @@ window.send = (m) => f.contentWindow.postMessage(m, appOrigin);
     const refusal = await waitFor(() => document.querySelector('.kh-refusal')?.textContent, [], 'the refusal', 5000);
     check(refusal.includes('spec.ports[0].nodePort: Invalid value: 3123: provided port is not in the valid range'), `refusal: ${refusal}`);
     // ... and the last digit is typed.
-    await browser.type('.kh-editor-text', '4');
+    await type('.kh-editor-text', '4');
     await waitFor(() => !!document.querySelector('.kh-accepted'), [], 'the edit to be accepted', 5000);
     check(await browser.eval(() => document.querySelector('.kh-editor-text').value.endsWith('nodePort: 31234')), 'the typed key did not reach the editor');
     await browser.press('Escape');
@@ -334,7 +337,7 @@ window.send = (m) => f.contentWindow.postMessage(m, appOrigin);
     }
     await waitFor(() => location.hash.includes('service=default/web') && location.hash.includes('client=pod:default/shop-1'), [], 'the link to name the Service and client', 5000);
     await browser.eval(() => [...document.querySelectorAll('button.kh-step')].find((b) => b.textContent.includes('Send Request')).setAttribute('data-e2e', 'send'));
-    await browser.click('button[data-e2e=send]');
+    await click('button[data-e2e=send]');
     await waitFor(() => document.querySelector('.kh').dataset.step === '3', [], 'Send Request to open step 3', 10000);
     await waitFor(() => document.querySelector('.kh').dataset.playing === 'false', [], 'the request to finish playing', 60000);
     const rules = await browser.eval(() => document.querySelector('[data-testid=rules]').textContent);
@@ -409,7 +412,7 @@ window.send = (m) => f.contentWindow.postMessage(m, appOrigin);
     check(reported.length === 1 && /^script-src/.test(reported[0]), `reported: ${reported.join(' | ')}`);
     await browser.eval(() => { window.__khCsp.length = 0; });
     browser.drain(); // the console's note of the refused probe
-    await browser.click('button[aria-label="Play"]');
+    await click('button[aria-label="Play"]');
     await waitFor(() => document.querySelector('.kh').dataset.playing === 'true' && !!document.querySelector('[data-testid=packet]'), [], 'Play under the policy', 5000);
     await sleep(300);
     await clean();

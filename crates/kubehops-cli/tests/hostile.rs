@@ -9,17 +9,10 @@ use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 
+mod support;
+
 fn kubehops(args: &[&str], stdin: &str) -> (i32, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kubehops"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start kubehops");
-    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
-    let out = child.wait_with_output().expect("wait for kubehops");
+    let out = support::run_kubehops(args, stdin);
     (out.status.code().expect("an exit code"), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
 }
 

@@ -8,22 +8,13 @@
 //! commands that read iptables rules refuse a node in nftables mode.
 
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 const NODES: [&str; 3] = ["node-1", "node-2", "node-3"];
 
-fn kubehops(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kubehops"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start kubehops");
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-    child.wait_with_output().unwrap()
-}
+mod support;
+
+use support::run_kubehops as kubehops;
 
 fn ok(args: &[&str]) -> String {
     let out = kubehops(args, "");

@@ -245,8 +245,9 @@ fn the_kernel_loads_the_transaction_and_lists_what_the_model_says() {
         println!("nftables kernel check: skipped: `unshare --net nft` cannot run ({why})");
         return;
     }
-    let mut lines = 0;
-    for (name, rs) in variants() {
+    let (mut lines, variants) = (0, variants());
+    let count = variants.len();
+    for (name, rs) in variants {
         let text = rs.transaction().join("\n") + "\n";
         // One shell in one namespace: load, then list what the kernel holds.
         let mut child = Command::new("unshare")
@@ -269,5 +270,5 @@ fn the_kernel_loads_the_transaction_and_lists_what_the_model_says() {
             rs.chains.len(), rs.sets.len(), rs.chains.iter().map(|c| c.rules.len()).sum::<usize>(), rs.sets.iter().map(|s| s.elements.len()).sum::<usize>(), model.lines().count());
         lines += model.lines().count();
     }
-    println!("nftables kernel check: {} rulesets, {lines} listed lines, all equal", variants().len());
+    println!("nftables kernel check: {count} rulesets, {lines} listed lines, all equal");
 }

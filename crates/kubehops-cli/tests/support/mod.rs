@@ -1,4 +1,4 @@
-//! Shared by `cli.rs` and `kernel_round_trip.rs`: kube-proxy's
+//! Shared by the binary's tests: running the binary, kube-proxy's
 //! `TestSyncProxyRulesRepeated` as a sequence of object sets, and
 //! iptables-restore text read back as data.
 
@@ -6,6 +6,23 @@
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+/// Runs the binary in the crate's directory (so fixture paths are the
+/// relative ones given) with `stdin` as its input.
+pub fn run_kubehops(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kubehops"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kubehops");
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+    child.wait_with_output().expect("wait for kubehops")
+}
 
 pub const UPSTREAM_NODE: &str = "tests/fixtures/upstream/test-node.yaml";
 pub const UPSTREAM_OVERALL: &str = "tests/fixtures/upstream/overall.yaml";

@@ -157,12 +157,7 @@ fn mark32(m: u32) -> String {
 impl Rule {
     /// The rule as `nft list` prints it.
     pub fn listed(&self) -> String {
-        let mut parts: Vec<String> = self.matches.iter().map(Match::listed).collect();
-        parts.push(self.action.listed());
-        if let Some(c) = &self.comment {
-            parts.push(format!("comment {}", quote(c)));
-        }
-        parts.join(" ")
+        self.text(Match::listed, Action::listed)
     }
 }
 
@@ -191,10 +186,7 @@ impl Match {
 impl Action {
     fn listed(&self) -> String {
         match self {
-            Action::RandomGoto(chains) => {
-                let arms: Vec<String> = chains.iter().enumerate().map(|(i, c)| format!("{i} : goto {c}")).collect();
-                format!("numgen random mod {} vmap {{ {} }}", chains.len(), arms.join(", "))
-            }
+            Action::RandomGoto(chains) => random_goto(chains, ", "),
             Action::MarkOr(m) => format!("meta mark set meta mark | {}", mark32(*m)),
             Action::MarkXor(m) => format!("meta mark set meta mark ^ {}", mark32(*m)),
             other => other.render(),

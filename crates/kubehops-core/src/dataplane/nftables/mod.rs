@@ -606,6 +606,13 @@ fn mark(m: u32) -> String {
     format!("{m:#x}")
 }
 
+/// `numgen random mod N vmap { 0 : goto a<sep>1 : goto b … }`: knftables
+/// writes ` , ` between the arms, nft lists them with `, `.
+fn random_goto(chains: &[String], sep: &str) -> String {
+    let arms: Vec<String> = chains.iter().enumerate().map(|(i, c)| format!("{i} : goto {c}")).collect();
+    format!("numgen random mod {} vmap {{ {} }}", chains.len(), arms.join(sep))
+}
+
 fn key_text(key: &[Selector]) -> String {
     key.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" . ")
 }
@@ -616,10 +623,7 @@ impl Action {
             Action::Verdict(v) => v.render(),
             Action::Reject => "reject".into(),
             Action::Vmap { key, map } => format!("{} vmap @{map}", key_text(key)),
-            Action::RandomGoto(chains) => {
-                let arms: Vec<String> = chains.iter().enumerate().map(|(i, c)| format!("{i} : goto {c}")).collect();
-                format!("numgen random mod {} vmap {{ {} }}", chains.len(), arms.join(" , "))
-            }
+            Action::RandomGoto(chains) => random_goto(chains, " , "),
             Action::MarkOr(m) => format!("mark set mark or {}", mark(*m)),
             Action::MarkXor(m) => format!("mark set mark xor {}", mark(*m)),
             Action::MasqueradeFullyRandom => "masquerade fully-random".into(),
@@ -646,8 +650,14 @@ impl Rule {
 
     /// The rule's text after `add rule ip kube-proxy CHAIN`.
     pub fn render(&self) -> String {
-        let mut parts: Vec<String> = self.matches.iter().map(Match::render).collect();
-        parts.push(self.action.render());
+        self.text(Match::render, Action::render)
+    }
+
+    /// Matches, action and comment, each written by the given form
+    /// (the transaction's here, `nft list`'s in `listing`).
+    fn text(&self, m: fn(&Match) -> String, a: fn(&Action) -> String) -> String {
+        let mut parts: Vec<String> = self.matches.iter().map(m).collect();
+        parts.push(a(&self.action));
         if let Some(c) = &self.comment {
             parts.push(format!("comment {}", quote(c)));
         }
