@@ -13,7 +13,7 @@ use clap::builder::{PossibleValue, TypedValueParser};
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use kubehops_core::api::server::PortRange;
-use kubehops_core::dataplane::kubeproxy::NodeFeatures;
+use kubehops_core::dataplane::kubeproxy::{NodeFeatures, ProxyMode};
 use kubehops_core::dns::QType;
 use kubehops_core::net::{Cidr, Protocol};
 use std::ffi::OsStr;
@@ -276,7 +276,10 @@ Features:
     long_about = "Follows one packet (source port 40000) through NAME's rules: arriving at the node, or
 sent by the node itself with --from-node. Prints the rules that matched, the verdict, every
 endpoint it could reach and whether it is masqueraded; -o json prints {\"verdict\",
-\"targets\", \"masquerade\"}."
+\"targets\", \"masquerade\"}. The rules are kube-proxy's in the mode the
+KubeProxyConfiguration sets (iptables unless it says nftables), or in --proxy-mode: in
+iptables mode its iptables-save lines, in nftables mode the ip kube-proxy table's chains
+and rules, each verdict-map look-up followed by the element it found."
 )]
 pub struct TraceArgs {
     /// The node [default: the config's hostnameOverride]
@@ -311,6 +314,29 @@ KubeProxyConfiguration given]"
 (PREROUTING)"
     )]
     pub from_node: bool,
+
+    /// iptables or nftables [default: the config's mode]
+    #[arg(
+        long,
+        value_name = "MODE",
+        hide_possible_values = true,
+        value_parser = Checked::new(proxy_mode, &["iptables", "nftables"]),
+        long_help = "Which of kube-proxy's modes writes the rules: iptables or nftables [default: the
+mode of the KubeProxyConfiguration given, else iptables, as kube-proxy has it]. IPVS
+mode is not modelled"
+    )]
+    pub proxy_mode: Option<ProxyMode>,
+
+    /// The Service range (nftables: drops unallocated cluster IPs)
+    #[arg(
+        long,
+        value_name = "CIDR",
+        value_parser = Checked::new(|s| cidr(s, "--service-cidr"), &[]),
+        long_help = "The Service range (the cluster's ServiceCIDR). In nftables mode a new connection
+to an address inside it that no Service holds is dropped (cluster-ips-check); without it
+that rule is left out. The iptables mode has no such rule"
+    )]
+    pub service_cidr: Option<Cidr>,
 
     #[command(flatten)]
     pub features: FeaturesArg,
@@ -500,6 +526,16 @@ fn nft_format(s: &str) -> Result<NftFormat, String> {
     }
 }
 
+/// kube-proxy's `--proxy-mode` values that are modelled.
+fn proxy_mode(s: &str) -> Result<ProxyMode, String> {
+    match s {
+        "iptables" => Ok(ProxyMode::Iptables),
+        "nftables" => Ok(ProxyMode::Nftables),
+        "ipvs" => Err("invalid argument \"ipvs\" for \"--proxy-mode\": kubehops models the iptables and nftables modes; IPVS mode, deprecated since Kubernetes 1.35, is not modelled".into()),
+        other => Err(format!("invalid argument \"{other}\" for \"--proxy-mode\": want iptables or nftables")),
+    }
+}
+
 fn cidr(s: &str, flag: &str) -> Result<Cidr, String> {
     s.parse::<Cidr>().map_err(|_| format!("invalid argument \"{s}\" for \"{flag}\": want an IPv4 CIDR such as 10.96.0.0/12"))
 }
@@ -594,7 +630,7 @@ const SYNOPSES: [(&str, &str); 6] = [
     ("nft", "nft [--node NAME] [--format transaction|ruleset] [--service-cidr CIDR] [--strict] -f FILE..."),
     (
         "trace",
-        "trace [--node NAME] --src IP --dst IP --dport PORT [--proto tcp|udp|sctp] [--from-node] [--iptables-features FEATURES] [-o json] [--strict] -f FILE...",
+        "trace [--node NAME] --src IP --dst IP --dport PORT [--proto tcp|udp|sctp] [--from-node] [--proxy-mode iptables|nftables] [--service-cidr CIDR] [--iptables-features FEATURES] [-o json] [--strict] -f FILE...",
     ),
     ("get", "get svc [-n NAMESPACE | -A] [-o wide] [--now RFC3339] [--strict] -f FILE..."),
     ("dig", "dig NAME [A|SRV|CNAME] [-n NAMESPACE] [--strict] -f FILE..."),

@@ -10,7 +10,7 @@ use kubehops_core::api::server::PortRange;
 use kubehops_core::api::Node;
 use kubehops_core::dataplane::kubeproxy::{changed_services, restore_payload, sync_node, KubeProxyConfig, NodeFeatures, NodeRules, ProxyMode, SyncMode};
 use kubehops_core::dataplane::nftables::{self, NftablesConfig};
-use kubehops_core::dataplane::trace::{trace, TraceVerdict};
+use kubehops_core::dataplane::trace::{node_addresses, trace, trace_nftables, TraceResult, TraceVerdict};
 use kubehops_core::dns::{ClusterDns, DnsConfig, QType, NDOTS};
 use kubehops_core::net::{Packet, Protocol, SockAddr};
 use serde::Serialize;
@@ -148,12 +148,15 @@ fn later_sync(before: &Cluster, now: &Cluster, node: &Node, cfg: &KubeProxyConfi
     restore_payload(rules, mode)
 }
 
-/// The `-o json` form of a trace.
+/// The `-o json` form of a trace. `mode` is there only in nftables mode,
+/// so the iptables mode's output is as it always was.
 #[derive(Serialize)]
 struct TraceJson {
     verdict: TraceVerdict,
     targets: Vec<String>,
     masquerade: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mode: Option<&'static str>,
 }
 
 fn trace_cmd(a: &TraceArgs, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) -> Outcome {
@@ -165,13 +168,16 @@ fn trace_cmd(a: &TraceArgs, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> E
     let json = a.json.unwrap_or(false);
     let c = load(&a.input, stdin, usage_of)?;
     let (node, cfg) = pick_node(a.node.as_deref(), &c, a.features.iptables_features, usage_of).map_err(|e| (warnings(&c), e))?;
-    iptables_mode(&cfg, "trace").map_err(|e| (warnings(&c), e))?;
-    let rules = sync_node(node, &c.services, &c.slices, &cfg);
+    let mode = a.proxy_mode.unwrap_or(cfg.mode);
+    if a.service_cidr.is_some() && mode == ProxyMode::Iptables {
+        return Err((warnings(&c), usage_of("--service-cidr applies to the nftables mode only (the iptables mode has no rule for unallocated cluster IPs)".into())));
+    }
     let pkt = Packet::new(proto, SockAddr::new(src, TRACE_SOURCE_PORT), SockAddr::new(dst, dport));
-    let result = trace(&rules, node, &pkt, a.from_node);
+    let result = trace_in_mode(mode, a, node, cfg, &c, &pkt);
     let targets: Vec<String> = result.targets.iter().map(|t| t.to_string()).collect();
     let stdout = if json {
-        let doc = TraceJson { verdict: result.verdict, targets, masquerade: result.masquerade };
+        let mode = (mode == ProxyMode::Nftables).then_some(mode.as_str());
+        let doc = TraceJson { verdict: result.verdict, targets, masquerade: result.masquerade, mode };
         let text = serde_json::to_string_pretty(&doc).map_err(|e| (warnings(&c), Error::Other(format!("cannot write JSON: {e}"))))?;
         format!("{text}\n")
     } else {
@@ -187,6 +193,19 @@ fn trace_cmd(a: &TraceArgs, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> E
         stderr.push_str("warning: the search for reachable endpoints stopped at its step budget: targets may be incomplete\n");
     }
     Ok(Output { stdout, stderr })
+}
+
+/// One packet through the node's rules in `mode`.
+fn trace_in_mode(mode: ProxyMode, a: &TraceArgs, node: &Node, cfg: KubeProxyConfig, c: &Cluster, pkt: &Packet) -> TraceResult {
+    match mode {
+        ProxyMode::Iptables => trace(&sync_node(node, &c.services, &c.slices, &cfg), node, pkt, a.from_node),
+        ProxyMode::Nftables => {
+            let nft_cfg = NftablesConfig { service_cidrs: a.service_cidr.into_iter().collect(), ..NftablesConfig::for_node(cfg, node) };
+            let mut local = node_addresses(node);
+            local.extend(nft_cfg.local_addresses.iter().copied());
+            trace_nftables(&nftables::sync_node(node, &c.services, &c.slices, &nft_cfg), local, pkt, a.from_node)
+        }
+    }
 }
 
 fn get(a: &GetArgs, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) -> Outcome {

@@ -19,4 +19,5 @@ pub mod kind;
 pub mod kubeproxy;
 pub mod netfilter;
 pub mod nftables;
+pub mod path;
 pub mod trace;

@@ -9,59 +9,12 @@
 //! visits.
 
 use crate::dataplane::iptables::{Chain, Match, RuleRef, Table, Target};
+pub use crate::dataplane::path::{Dice, Entry, FixedDraws, SeededDice};
 use crate::net::{Packet, SockAddr};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::net::Ipv4Addr;
-
-/// Decides each `-m statistic --mode random` match.
-pub trait Dice {
-    /// Whether a match with this probability succeeds.
-    fn roll(&mut self, probability: f64) -> bool;
-}
-
-/// Fixed draws in [0, 1): a match succeeds when its draw is below the
-/// probability. When the draws run out, every match succeeds, which picks
-/// the first endpoint.
-#[derive(Clone, Debug, Default)]
-pub struct FixedDraws(pub Vec<f64>, usize);
-
-impl FixedDraws {
-    pub fn new(draws: Vec<f64>) -> FixedDraws {
-        FixedDraws(draws, 0)
-    }
-}
-
-impl Dice for FixedDraws {
-    fn roll(&mut self, p: f64) -> bool {
-        let d = self.0.get(self.1).copied().unwrap_or(0.0);
-        self.1 += 1;
-        d < p
-    }
-}
-
-/// A seeded pseudo-random source (SplitMix64), for a "random pick" mode
-/// that still repeats for the same seed.
-#[derive(Clone, Debug)]
-pub struct SeededDice(pub u64);
-
-impl SeededDice {
-    pub fn next_f64(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
-impl Dice for SeededDice {
-    fn roll(&mut self, p: f64) -> bool {
-        self.next_f64() < p
-    }
-}
 
 /// Facts about the node and the connection the walk needs.
 #[derive(Clone, Debug, Default)]
@@ -537,15 +490,6 @@ impl Hasher for MixHasher {
         h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
         h ^ (h >> 33)
     }
-}
-
-/// Where a packet enters a node's netfilter hooks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Entry {
-    /// Arrives on an interface: nat PREROUTING, then filter INPUT or FORWARD.
-    Arriving,
-    /// Sent by a process on the node: nat OUTPUT, then filter OUTPUT.
-    Local,
 }
 
 /// A new connection's first packet through one node: the nat table before

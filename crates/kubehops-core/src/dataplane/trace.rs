@@ -5,12 +5,15 @@
 //! POSTROUTING and, for a packet the node sends to one of its own
 //! addresses, filter INPUT on the way back in; then it lists every rule
 //! that matched and every endpoint the random matches could have led to.
+//! [`trace_nftables`] does the same through the `ip kube-proxy` table of
+//! the nftables mode, in the same shape.
 
 use crate::api::Node;
 use crate::dataplane::iptables::{TableName, Target};
 use crate::dataplane::kubeproxy::NodeRules;
 use crate::net::{Packet, SockAddr};
 use crate::dataplane::netfilter::{reachable, traverse, Reachable, Entry, FixedDraws, NodeContext, Verdict};
+use crate::dataplane::nftables::{self, Outcome, Ruleset};
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
 
@@ -37,8 +40,11 @@ pub struct TraceResult {
     pub targets_complete: bool,
     /// Whether kube-proxy masquerades the packet.
     pub masquerade: bool,
-    /// The rules that matched, as `iptables-save` lines prefixed by their
-    /// table (`nat: -A KUBE-SERVICES ...`), in the order they matched.
+    /// The rules that matched, in the order they matched: in iptables
+    /// mode as `iptables-save` lines prefixed by their table (`nat: -A
+    /// KUBE-SERVICES ...`); in nftables mode as `chain: rule`, each
+    /// verdict-map look-up followed by the element it found
+    /// (`@service-ips: 172.30.0.41 . tcp . 80 : goto service-…`).
     pub matched: Vec<String>,
 }
 
@@ -77,4 +83,32 @@ pub fn trace(rules: &NodeRules, node: &Node, pkt: &Packet, from_node: bool) -> T
         (None, _) => (TraceVerdict::None, none()),
     };
     TraceResult { verdict, targets: reach.targets, targets_complete: reach.complete, masquerade: t.masquerade(), matched }
+}
+
+/// Traces `pkt` through a node's `ip kube-proxy` table (nftables mode).
+/// `local` are the node's addresses for `fib … type local`.
+pub fn trace_nftables(rs: &Ruleset, local: Vec<Ipv4Addr>, pkt: &Packet, from_node: bool) -> TraceResult {
+    let ctx = nftables::Context::new(local);
+    let entry = if from_node { Entry::Local } else { Entry::Arriving };
+    let t = nftables::traverse(rs, entry, pkt, &ctx, &mut FixedDraws::new(vec![]));
+    let mut matched = Vec::new();
+    for hit in t.hits() {
+        let Some(rule) = rs.chain(&hit.chain).and_then(|c| c.rules.get(hit.rule)) else { continue };
+        matched.push(format!("{}: {}", hit.chain, rule.render()));
+        if let Some(e) = &hit.element {
+            if let Some(el) = rs.set(&e.set).and_then(|s| s.elements.get(e.index)) {
+                matched.push(format!("@{}: {}", e.set, el.render()));
+            }
+        }
+    }
+    let (verdict, targets, complete) = match (t.refused(), t.dnat()) {
+        (Some(Outcome::Drop), _) => (TraceVerdict::Drop, vec![], true),
+        (Some(_), _) => (TraceVerdict::Reject, vec![], true),
+        (None, Some(_)) => {
+            let (targets, complete) = nftables::reachable(rs, entry, pkt, &ctx);
+            (TraceVerdict::Dnat, targets, complete)
+        }
+        (None, None) => (TraceVerdict::None, vec![], true),
+    };
+    TraceResult { verdict, targets, targets_complete: complete, masquerade: t.masquerade(), matched }
 }

@@ -42,6 +42,9 @@ use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
 mod listing;
+pub mod walk;
+
+pub use walk::{reachable, traverse, Context, Outcome, Traversal};
 
 /// The table kube-proxy owns; every chain, set and map is inside it.
 pub const TABLE: &str = "kube-proxy";
