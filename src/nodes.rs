@@ -5,7 +5,7 @@
 
 use crate::app::Ctx;
 use crate::panels::table_tag;
-use kubehops_core::dataplane::iptables::TableName;
+use kubehops_core::dataplane::rules::RuleTable;
 use kubehops_core::scene::panels::{conntrack_panel, rules_panel, CtEntry, PanelLine};
 use kubehops_core::sim::{ActorId, ActorKind};
 use leptos::either::Either;
@@ -39,7 +39,7 @@ enum Mark {
 
 /// One `iptables-save` line, with its line number, marks and, where the
 /// list mixes tables, the table it is in.
-fn save_line(l: PanelLine, table: Option<TableName>, mark: Mark, by: usize) -> impl IntoView {
+fn save_line(l: PanelLine, table: Option<RuleTable>, mark: Mark, by: usize) -> impl IntoView {
     let (sign, sr) = match (mark, l.added) {
         (Mark::Removed, _) => ("−", format!(" (removed at hop {by})")),
         (Mark::Hit, true) => ("▶", format!(" (matched by this hop; added at hop {by})")),

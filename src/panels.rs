@@ -3,7 +3,7 @@
 
 use crate::app::Ctx;
 use kubehops_core::scene::style::{hop_style, kind_style, KINDS, WHAT_IF_DASH};
-use kubehops_core::dataplane::iptables::TableName;
+use kubehops_core::dataplane::rules::RuleTable;
 use kubehops_core::net::Packet;
 use kubehops_core::scenarios::Value;
 use kubehops_core::scene::transcript::{hop_text, rewrite_tag, RowKind};
@@ -40,11 +40,11 @@ pub fn Narration(#[prop(optional)] folded: bool) -> impl IntoView {
     }
 }
 
-/// The tag naming the table a matched rule is in (`nat`, `filter`).
-pub fn table_tag(t: TableName) -> impl IntoView {
+/// The tag naming the table a matched rule is in (`nat`, `filter`, `nft`).
+pub fn table_tag(t: RuleTable) -> impl IntoView {
     let name = t.as_str();
     view! {
-        <span class=format!("kh-table kh-table-{name}") title=format!("in the {name} table")>{name}</span>
+        <span class=format!("kh-table kh-table-{name}") title=format!("in the {} table", t.name())>{name}</span>
         <span class="kh-sr">" table: "</span>
     }
 }

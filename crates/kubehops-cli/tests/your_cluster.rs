@@ -46,7 +46,7 @@ fn every_node_gets_the_rules_iptables_save_prints() {
         assert_eq!(code, 0, "{stderr}");
         assert!(!w.is_synced(i), "nothing syncs before it is needed");
         w.sync_node_rules(i);
-        let ours: String = w.rules[i].save().iter().map(|l| format!("{l}\n")).collect();
+        let ours: String = w.rules[i].iptables.save().iter().map(|l| format!("{l}\n")).collect();
         assert_eq!(ours, stdout, "node {name}");
     }
 }

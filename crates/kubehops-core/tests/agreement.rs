@@ -4,7 +4,7 @@
 //! node that decided it while the hop plays, a step ends where the real
 //! packet is, and the words read as sentences.
 
-use kubehops_core::dataplane::iptables::{Purpose, TableName};
+use kubehops_core::dataplane::rules::{Purpose, RuleTable};
 use kubehops_core::scenarios::{combinations, Scenario, REGISTRY};
 use kubehops_core::sim::{ActorKind, NodeView};
 use std::sync::OnceLock;
@@ -56,7 +56,7 @@ fn the_rule_a_hop_matched_is_on_its_nodes_card_while_the_hop_plays() {
                 for v in [i, i + 1].map(|v| v.min(st.views.len() - 1)) {
                     let nv = st.views[v].node(node).unwrap_or_else(|| panic!("{}: step {}: no view of {node:?}", params_of(s), k + 1));
                     let lines = summary_lines(nv);
-                    for m in p.matched.iter().filter(|m| m.table == TableName::Nat && summarised(m.purpose)) {
+                    for m in p.matched.iter().filter(|m| m.table == RuleTable::Nat && summarised(m.purpose)) {
                         assert!(
                             lines.contains(&m.line),
                             "{}: step {} hop {} ({}), view {v}: {}'s card has no summary for the rule it matched: {}\ncard: {:?}",
@@ -89,7 +89,7 @@ fn a_nodes_card_summarises_exactly_the_service_lines_of_its_rules_panel() {
                     for l in &card {
                         assert!(panel.contains(l), "{}: step {} view {v}: {name}'s card summarises line {l}, which its rules panel does not list", params_of(s), k + 1);
                     }
-                    for l in nv.iptables.iter().filter(|l| l.table == TableName::Nat && l.owner.is_some() && summarised(l.purpose)) {
+                    for l in nv.iptables.iter().filter(|l| l.table == RuleTable::Nat && l.owner.is_some() && summarised(l.purpose)) {
                         assert!(card.contains(&l.line), "{}: step {} view {v}: {name}'s rules panel lists line {} that no summary on its card covers: {}", params_of(s), k + 1, l.line, l.text);
                     }
                 }

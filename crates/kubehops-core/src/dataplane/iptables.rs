@@ -4,6 +4,9 @@
 //! [`Rule::render`] produces the same `-A` line `iptables-save` prints.
 //! Text exists only at that edge; the netfilter walk reads the typed form.
 
+// What a rule shows is shared by both proxy modes; the views read it.
+pub use crate::dataplane::rules::{Purpose, RuleLine};
+use crate::dataplane::rules::{Field, RuleTable};
 use crate::net::{Cidr, Protocol, SockAddr};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
@@ -116,35 +119,6 @@ pub enum Target {
     /// No `-j`: the rule only counts packets (kube-proxy uses one as a
     /// marker at the end of a KUBE-FW chain).
     Nothing,
-}
-
-/// What kube-proxy wrote a rule for. It is not part of the rule's text:
-/// kube-proxy knows it when it writes the rule, and the model keeps it so
-/// that nothing has to guess it back from a comment.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Purpose {
-    /// KUBE-SERVICES: the Service's cluster IP and port.
-    ClusterIp,
-    /// KUBE-SERVICES: one of `spec.externalIPs`.
-    ExternalIp,
-    /// KUBE-SERVICES: an address of `status.loadBalancer.ingress`.
-    LoadBalancerIp,
-    /// KUBE-NODEPORTS: the Service's node port.
-    NodePort,
-    /// filter KUBE-NODEPORTS: accepts the health check node port.
-    HealthCheckNodePort,
-    /// Marks a packet for masquerade (a jump to KUBE-MARK-MASQ).
-    MarkMasquerade,
-    /// A jump from a Service chain to one endpoint's chain.
-    EndpointPick,
-    /// The DNAT to one endpoint.
-    EndpointDnat,
-    /// filter: REJECT, the Service has no endpoints at all.
-    NoEndpoints,
-    /// filter: DROP, external traffic finds no local endpoint.
-    NoLocalEndpoints,
-    /// filter KUBE-PROXY-FIREWALL: a source outside loadBalancerSourceRanges.
-    SourceRangeDrop,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -545,24 +519,25 @@ impl Table {
     }
 }
 
-/// One `iptables-save` line of a node, with what it belongs to.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RuleLine {
-    /// Its line number in the node's full `iptables-save` output.
-    pub line: usize,
-    pub table: TableName,
-    pub chain: String,
-    pub text: String,
-    /// The service port it was written for (`default/web`, `default/api:http`).
-    pub owner: Option<String>,
-    pub purpose: Option<Purpose>,
+impl From<TableName> for RuleTable {
+    fn from(t: TableName) -> RuleTable {
+        match t {
+            TableName::Filter => RuleTable::Filter,
+            TableName::Nat => RuleTable::Nat,
+            TableName::Mangle => RuleTable::Mangle,
+        }
+    }
 }
 
-impl RuleLine {
-    /// Two lines are the same rule when chain and text agree; the number
-    /// moves when rules are added above it.
-    pub fn same_rule(&self, other: &RuleLine) -> bool {
-        self.table == other.table && self.chain == other.chain && self.text == other.text
+impl Target {
+    /// The field of the packet this target rewrites, if any: a DNAT the
+    /// destination, a MASQUERADE the source (at the end of the walk).
+    pub fn rewrites(&self) -> Option<Field> {
+        match self {
+            Target::Dnat(_) => Some(Field::Destination),
+            Target::Masquerade { .. } => Some(Field::Source),
+            _ => None,
+        }
     }
 }
 

@@ -17,7 +17,9 @@
 use crate::api::{EndpointSlice, Node, ObjectRef, Service, ServicePort, ServiceType};
 use crate::hash::sha256_base32;
 use crate::dataplane::endpoints::{port_endpoints, PortEndpoint, PortPolicy};
-use crate::dataplane::iptables::{Purpose, CtState, Match, Rule, Table, TableName, Target};
+use crate::dataplane::iptables::{Purpose, CtState, Match, Rule, RuleRef, Table, TableName, Target};
+use crate::dataplane::rules::RuleSummary;
+use crate::net::SockAddr;
 use crate::net::Cidr;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
@@ -382,7 +384,7 @@ impl NodeRules {
             for c in &table.chains {
                 for r in &c.rules {
                     if r.owner.as_deref().is_some_and(|o| own.contains(&o)) {
-                        out.push(super::iptables::RuleLine { line, table: table.name, chain: c.name.clone(), text: r.render(&c.name), owner: r.owner.clone(), purpose: r.purpose });
+                        out.push(super::iptables::RuleLine { line, table: table.name.into(), chain: c.name.clone(), text: r.render(&c.name), owner: r.owner.clone(), purpose: r.purpose });
                     }
                     line += 1;
                 }
@@ -1029,6 +1031,81 @@ fn write_endpoint_chains(nat: &mut Table, plan: &PortPlan) {
         m.push(Match::Protocol(plan.port.protocol));
         nat.append(&sep, Rule::new(m, Target::Dnat(e.addr)).for_(Purpose::EndpointDnat));
     }
+}
+
+/// Reads one node's typed rules back into a summary of what they do for
+/// Service `namespace/name`, for the node's card.
+pub fn summarise(rules: &NodeRules, namespace: &str, name: &str) -> Vec<RuleSummary> {
+    let (nat, filter) = (&rules.nat, &rules.filter);
+    let line = |table, chain: &str, i: usize| rules.line_of(&RuleRef { table, chain: chain.into(), index: i });
+    let nat_line = |chain: &str, i: usize| line(nat.name, chain, i);
+    let chain_lines = |chain: &str| -> Vec<usize> { nat.chain(chain).map_or(Vec::new(), |c| (0..c.rules.len()).filter_map(|i| nat_line(chain, i)).collect()) };
+    let mut out = Vec::new();
+    for sp in rules.services.iter().filter(|s| s.is_port_of(namespace, name)) {
+        if let Some(services) = nat.chain("KUBE-SERVICES") {
+            for (i, r) in services.rules.iter().enumerate() {
+                let (Target::Jump(t), Some(addr)) = (&r.target, rule_addr(&r.matches)) else { continue };
+                let lines: Vec<usize> = nat_line("KUBE-SERVICES", i).into_iter().collect();
+                let to_ext = Some(t) == sp.ext_chain.as_ref() || Some(t) == sp.fw_chain.as_ref();
+                let internal = *t == sp.svc_chain || Some(t) == sp.svl_chain.as_ref();
+                match r.purpose {
+                    Some(Purpose::ExternalIp) if to_ext => out.push(RuleSummary::ExternalIp { addr, lines }),
+                    _ if internal => out.push(RuleSummary::ClusterIp { addr, lines }),
+                    _ if to_ext => out.push(RuleSummary::LoadBalancerIp { addr, lines }),
+                    _ => {}
+                }
+            }
+        }
+        if let Some(services) = filter.chain("KUBE-SERVICES") {
+            for (i, r) in services.rules.iter().enumerate() {
+                if r.target == Target::Reject && r.owner.as_deref() == Some(sp.port_name.as_str()) {
+                    if let Some(addr) = rule_addr(&r.matches) {
+                        out.push(RuleSummary::Reject { addr, lines: line(filter.name, "KUBE-SERVICES", i).into_iter().collect() });
+                    }
+                }
+            }
+        }
+        if let (Some(ext), Some(np)) = (&sp.ext_chain, nat.chain("KUBE-NODEPORTS")) {
+            for (i, r) in np.rules.iter().enumerate() {
+                if r.target != Target::Jump(ext.clone()) {
+                    continue;
+                }
+                // Only the node port's own rules: the KUBE-EXT chain they
+                // jump to is shared with balancer and external IPs. The
+                // copy for 127.0.0.0/8 (a localhost node port, counted by
+                // nfacct) is the same node port: one summary holds both.
+                let Some(port) = r.matches.iter().find_map(|m| if let Match::DestinationPort(p) = m { Some(*p) } else { None }) else { continue };
+                let line = nat_line("KUBE-NODEPORTS", i);
+                match out.iter_mut().find_map(|s| match s {
+                    RuleSummary::NodePort { port: p, lines } if *p == port => Some(lines),
+                    _ => None,
+                }) {
+                    Some(lines) => lines.extend(line),
+                    None => out.push(RuleSummary::NodePort { port, lines: line.into_iter().collect() }),
+                }
+            }
+        }
+        let targets: Vec<SockAddr> = sp
+            .sep_chains
+            .iter()
+            .filter_map(|c| nat.chain(c)?.rules.iter().find_map(|r| if let Target::Dnat(a) = r.target { Some(a) } else { None }))
+            .collect();
+        if !targets.is_empty() {
+            let mut lines = chain_lines(&sp.svc_chain);
+            for c in sp.svl_chain.iter().chain(&sp.sep_chains) {
+                lines.extend(chain_lines(c));
+            }
+            out.push(RuleSummary::Endpoints { targets, lines });
+        }
+    }
+    out
+}
+
+/// The address and port a KUBE-SERVICES rule matches.
+fn rule_addr(m: &[Match]) -> Option<SockAddr> {
+    let ip = m.iter().find_map(|x| if let Match::Destination { cidr, negate: false } = x { Some(cidr.addr) } else { None })?;
+    let port = m.iter().find_map(|x| if let Match::DestinationPort(p) = x { Some(*p) } else { None })?;
+    Some(SockAddr::new(ip, port))
 }
 
 #[cfg(test)]

@@ -20,4 +20,6 @@ pub mod kubeproxy;
 pub mod netfilter;
 pub mod nftables;
 pub mod path;
+pub mod proxy;
+pub mod rules;
 pub mod trace;

@@ -532,19 +532,10 @@ fn narrate_request(w: &World, client: Option<Client>, svc: Option<&Service>, pla
         let node = p.decided_on.map_or("The node".to_string(), |n| w.actors.short(n).to_string());
         // The chains of this Service port on that node, by their typed
         // plan (names from kube-proxy's hash of the port's name).
-        let chains_dedup: Vec<String> = p
-            .decided_on
-            .and_then(|n| w.node_index(n))
-            .and_then(|i| w.rules[i].services.iter().find(|sp| sp.is_port_of(&s.namespace, &s.name)))
-            .map(|sp| {
-                // The external chain only when the client dialled a node
-                // port (or another address outside the cluster IP).
-                let external = Some(pl.dst.ip) != s.spec.cluster_ip;
-                let mut v: Vec<String> = sp.ext_chain.iter().filter(|_| external).cloned().collect();
-                v.push(sp.svc_chain.clone());
-                v
-            })
-            .unwrap_or_default();
+        // The external chain only when the client dialled a node port (or
+        // another address outside the cluster IP).
+        let external = Some(pl.dst.ip) != s.spec.cluster_ip;
+        let chains_dedup: Vec<String> = p.decided_on.and_then(|n| w.node_index(n)).map(|i| w.rules[i].port_chains(&s.namespace, &s.name, external)).unwrap_or_default();
         let picks = p.could_reach.len();
         parts.push(format!(
             "{node}'s rules{} DNAT it to {}{}.",

@@ -6,7 +6,7 @@
 //! These compare two views the core computed and read the hop's typed
 //! fields; they never decide where a packet goes. The app renders them.
 
-use crate::dataplane::iptables::TableName;
+use crate::dataplane::rules::RuleTable;
 use crate::scenarios::{Scenario, Step};
 use crate::scene::Frame;
 use crate::sim::{ActorId, Hop, HopKind, PacketHop, RuleLine};
@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PanelLine {
     pub line: usize,
-    pub table: TableName,
+    pub table: RuleTable,
     pub text: String,
     /// Matched by the current hop.
     pub hit: bool,

@@ -8,7 +8,7 @@
 //! conntrack flag, the payload); none of it reads captions back. The web
 //! renders the structure as headings, lists and `<pre>` blocks.
 
-use crate::dataplane::iptables::TableName;
+use crate::dataplane::rules::RuleTable;
 use crate::scenarios::{Scenario, Step};
 use crate::sim::{ActorId, Field, Hop, HopKind, MatchedRule, PacketHop, Rewrite, RewriteKind};
 use serde::{Deserialize, Serialize};
@@ -140,8 +140,8 @@ fn field_name(f: Field) -> &'static str {
     }
 }
 
-fn table_name(t: TableName) -> &'static str {
-    t.as_str()
+fn table_name(t: RuleTable) -> &'static str {
+    t.name()
 }
 
 /// The short name of an actor, or its id when the scenario lacks it.

@@ -7,7 +7,8 @@
 //! are text written from those values for people, and nothing reads them
 //! back.
 
-use crate::dataplane::iptables::TableName;
+// A matched rule is the data plane's (either mode writes them); hops carry them.
+pub use crate::dataplane::rules::{Field, MatchedRule};
 use crate::dns::{QType, Rcode, Response};
 use crate::net::{Cidr, Packet, SockAddr};
 use crate::sim::actor::{ActorId, Actors};
@@ -47,51 +48,11 @@ pub enum RewriteKind {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Field {
-    Source,
-    Destination,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rewrite {
     pub kind: RewriteKind,
     pub field: Field,
     pub from: SockAddr,
     pub to: SockAddr,
-}
-
-/// A rule that matched, as its `iptables-save` line on that node.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MatchedRule {
-    /// The table it is in: KUBE-SERVICES, for one, exists in both.
-    pub table: TableName,
-    pub line: usize,
-    pub text: String,
-    /// What kube-proxy wrote the rule for, when it says.
-    pub purpose: Option<crate::dataplane::iptables::Purpose>,
-    /// The service port kube-proxy wrote it for (`kube-system/kube-dns:dns`),
-    /// as the rule's `owner`: the views show that Service's rules on the
-    /// node it matched on. (Always written, even when `None`: the page's
-    /// worker sends scenarios in postcard, which has no field names, so a
-    /// field left out would shift every field after it.)
-    #[serde(default)]
-    pub owner: Option<String>,
-    /// The field its target rewrites: a DNAT the destination, a
-    /// MASQUERADE the source (at the end of the walk).
-    #[serde(default)]
-    pub rewrites: Option<Field>,
-}
-
-impl MatchedRule {
-    /// The field a rule with this target rewrites, if any.
-    pub fn field_of(t: &crate::dataplane::iptables::Target) -> Option<Field> {
-        use crate::dataplane::iptables::Target;
-        match t {
-            Target::Dnat(_) => Some(Field::Destination),
-            Target::Masquerade { .. } => Some(Field::Source),
-            _ => None,
-        }
-    }
 }
 
 /// What a packet carries, where the story needs it.

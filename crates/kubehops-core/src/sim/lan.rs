@@ -38,7 +38,7 @@ impl World {
             .matched()
             .filter_map(|r| {
                 let rule = host.nat.rule(r)?;
-                Some(MatchedRule { table: r.table, line: host.line_of(r)?, text: rule.render_kernel(&r.chain), purpose: None, owner: None, rewrites: MatchedRule::field_of(&rule.target) })
+                Some(MatchedRule { table: r.table.into(), line: host.line_of(r)?, text: rule.render_kernel(&r.chain), purpose: None, owner: None, rewrites: rule.target.rewrites() })
             })
             .collect();
         if let Some(v) = t.refused() {

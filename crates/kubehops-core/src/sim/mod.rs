@@ -35,9 +35,9 @@ use crate::api::server::{ApiError, ApiServer};
 use crate::api::{ObjectRef, Service, ServiceType};
 use crate::controllers::{Event, LbController, Party};
 use crate::dataplane::conntrack::ConntrackTable;
-use crate::dataplane::iptables::{Match, RuleRef, Target};
-use crate::dataplane::kubeproxy::{sync_node, KubeProxyConfig, NodeRules};
+use crate::dataplane::kubeproxy::KubeProxyConfig;
 use crate::net::SockAddr;
+use crate::dataplane::proxy::{EgressMasquerade, NodeTables};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -50,7 +50,7 @@ pub struct World {
     node_actors: Vec<ActorId>,
     /// The rules each node's kube-proxy wrote last, by node index. Code
     /// that writes them calls `World::rules_changed`.
-    pub rules: Vec<NodeRules>,
+    pub rules: Vec<NodeTables>,
     /// Whether node `i`'s kube-proxy has synced (`rules[i]` holds its
     /// rules). A world built with [`World::new_lazy`] syncs a node only
     /// when a story needs it: a pasted cluster of 50 nodes and 500
@@ -143,7 +143,7 @@ impl World {
             w.created.insert(s.object_ref(), 0);
         }
         w.add_cluster_actors();
-        w.rules = if sync { (0..w.api.nodes.len()).map(|i| w.desired_rules(i)).collect() } else { w.api.nodes.iter().map(|n| NodeRules::empty(&n.name)).collect() };
+        w.rules = if sync { (0..w.api.nodes.len()).map(|i| w.desired_rules(i)).collect() } else { w.api.nodes.iter().map(|n| NodeTables::empty(&n.name)).collect() };
         w.synced = vec![sync; w.api.nodes.len()];
         w.rules_since = vec![None; w.api.nodes.len()];
         w.conntrack = vec![ConntrackTable::default(); w.api.nodes.len()];
@@ -239,22 +239,19 @@ impl World {
         self.actors.first(kind)
     }
 
-    /// The rules node `node` should hold: kube-proxy's, then the network
-    /// plugin's egress masquerade.
-    fn desired_rules(&self, node: usize) -> NodeRules {
+    /// The rules node `node` should hold: kube-proxy's (in its mode),
+    /// and the network plugin's egress masquerade.
+    fn desired_rules(&self, node: usize) -> NodeTables {
         let services: Vec<Service> = self.api.services().cloned().collect();
-        let mut rules = sync_node(&self.api.nodes[node], &services, &self.api.endpoint_slices(), &self.proxy);
-        if let Some(pods) = self.egress_masquerade {
-            crate::dataplane::cni::egress_masquerade_by(&mut rules.nat, pods, self.masq_agent, self.proxy.node_features.random_fully);
-        }
-        rules
+        let masq = self.egress_masquerade.map(|pods| EgressMasquerade { pods, agent: self.masq_agent });
+        NodeTables::sync(&self.api.nodes[node], &services, &self.api.endpoint_slices(), &self.proxy, Some(self.api.config.service_cidr), masq)
     }
 
     /// Sets up the network plugin's egress masquerade and rewrites every
     /// node's rules for it (before a story begins).
     pub fn set_egress_masquerade(&mut self, pods: crate::net::Cidr) {
         self.egress_masquerade = Some(pods);
-        self.rules = (0..self.api.nodes.len()).map(|i| if self.is_synced(i) { self.desired_rules(i) } else { NodeRules::empty(&self.api.nodes[i].name) }).collect();
+        self.rules = (0..self.api.nodes.len()).map(|i| if self.is_synced(i) { self.desired_rules(i) } else { NodeTables::empty(&self.api.nodes[i].name) }).collect();
         for i in 0..self.rules.len() {
             self.rules_changed(i);
         }
@@ -296,8 +293,8 @@ impl World {
                 continue;
             }
             let node = self.node_actors[i];
-            let summaries: Vec<RuleSummary> = extra.iter().flat_map(|f| summarise(&self.rules[i], f)).collect();
-            let lines: Vec<RuleLine> = extra.iter().flat_map(|f| self.rules[i].service_rule_lines(&f.namespace, &f.name)).collect();
+            let summaries: Vec<RuleSummary> = extra.iter().flat_map(|f| self.rules[i].summarise(&f.namespace, &f.name)).collect();
+            let lines: Vec<RuleLine> = extra.iter().flat_map(|f| self.rules[i].service_lines(&f.namespace, &f.name)).collect();
             let from = since.get(i).copied().flatten();
             let before = start.as_deref_mut().filter(|_| from.is_none());
             let after = trace.iter_mut().enumerate().filter(|(k, _)| from.is_none_or(|f| *k >= f)).map(|(_, (_, v))| v);
@@ -326,8 +323,10 @@ impl World {
             for (node, matched) in by_rules.into_iter().chain(dropped) {
                 let Some(i) = self.node_index(node) else { continue };
                 for owner in matched.iter().filter_map(|m| m.owner.as_deref()) {
-                    let Some(sp) = self.rules[i].services.iter().find(|sp| sp.port_name == owner) else { continue };
-                    let Some(svc) = self.api.services().find(|s| sp.is_port_of(&s.namespace, &s.name)).map(Service::object_ref) else { continue };
+                    if !self.rules[i].has_port(owner) {
+                        continue;
+                    }
+                    let Some(svc) = self.api.services().find(|s| crate::dataplane::nftables::is_port_of(owner, &s.namespace, &s.name)).map(Service::object_ref) else { continue };
                     if !self.focus.contains(&svc) && !out[i].contains(&svc) {
                         out[i].push(svc);
                     }
@@ -419,8 +418,8 @@ impl World {
         if let Some(c) = cache[i].as_ref().filter(|c| c.focus == self.focus) {
             return (c.summaries.clone(), c.lines.clone());
         }
-        let summaries: Vec<RuleSummary> = self.focus.iter().flat_map(|f| summarise(&self.rules[i], f)).collect();
-        let lines: Vec<RuleLine> = self.focus.iter().flat_map(|f| self.rules[i].service_rule_lines(&f.namespace, &f.name)).collect();
+        let summaries: Vec<RuleSummary> = self.focus.iter().flat_map(|f| self.rules[i].summarise(&f.namespace, &f.name)).collect();
+        let lines: Vec<RuleLine> = self.focus.iter().flat_map(|f| self.rules[i].service_lines(&f.namespace, &f.name)).collect();
         cache[i] = Some(RuleViewCache { focus: self.focus.clone(), summaries: summaries.clone(), lines: lines.clone() });
         (summaries, lines)
     }
@@ -433,7 +432,7 @@ impl World {
             .flat_map(|c| (0..c.rules.len()).map(move |i| (c, i)))
             .filter_map(|(c, i)| {
                 let r = crate::dataplane::iptables::RuleRef { table: h.nat.name, chain: c.name.clone(), index: i };
-                Some(RuleLine { line: h.line_of(&r)?, table: h.nat.name, chain: c.name.clone(), text: c.rules[i].render_kernel(&c.name), owner: None, purpose: None })
+                Some(RuleLine { line: h.line_of(&r)?, table: h.nat.name.into(), chain: c.name.clone(), text: c.rules[i].render_kernel(&c.name), owner: None, purpose: None })
             })
             .collect();
         HostView {
@@ -520,10 +519,7 @@ impl World {
             if want == self.rules[i] {
                 continue;
             }
-            let before: std::collections::BTreeSet<String> = self.rules[i].nat.save().into_iter().chain(self.rules[i].filter.save()).collect();
-            let after: std::collections::BTreeSet<String> = want.nat.save().into_iter().chain(want.filter.save()).collect();
-            let added = after.difference(&before).filter(|l| l.starts_with("-A")).count();
-            let removed = before.difference(&after).filter(|l| l.starts_with("-A")).count();
+            let (added, removed) = self.rules[i].changes(&want);
             self.rules[i] = want;
             self.rules_changed(i);
             let node = self.node_actors[i];
@@ -532,7 +528,7 @@ impl World {
                 api,
                 node,
                 format!("watch → kube-proxy {name}"),
-                format!("kube-proxy on {name} sees the change and rewrites its iptables rules: {added} added, {removed} removed."),
+                format!("kube-proxy on {name} sees the change and rewrites its {} rules: {added} added, {removed} removed.", self.proxy.mode.as_str()),
             ));
         }
     }
@@ -668,74 +664,6 @@ impl World {
     }
 }
 
-/// Reads one node's typed rules back into a summary of what it does for
-/// Service `svc`.
-fn summarise(rules: &NodeRules, svc: &ObjectRef) -> Vec<RuleSummary> {
-    let (nat, filter) = (&rules.nat, &rules.filter);
-    let line = |table, chain: &str, i: usize| rules.line_of(&RuleRef { table, chain: chain.into(), index: i });
-    let nat_line = |chain: &str, i: usize| line(nat.name, chain, i);
-    let chain_lines = |chain: &str| -> Vec<usize> { nat.chain(chain).map_or(Vec::new(), |c| (0..c.rules.len()).filter_map(|i| nat_line(chain, i)).collect()) };
-    let mut out = Vec::new();
-    for sp in rules.services.iter().filter(|s| s.is_port_of(&svc.namespace, &svc.name)) {
-        if let Some(services) = nat.chain("KUBE-SERVICES") {
-            for (i, r) in services.rules.iter().enumerate() {
-                let (Target::Jump(t), Some(addr)) = (&r.target, rule_addr(&r.matches)) else { continue };
-                let lines: Vec<usize> = nat_line("KUBE-SERVICES", i).into_iter().collect();
-                let to_ext = Some(t) == sp.ext_chain.as_ref() || Some(t) == sp.fw_chain.as_ref();
-                let internal = *t == sp.svc_chain || Some(t) == sp.svl_chain.as_ref();
-                match r.purpose {
-                    Some(crate::dataplane::iptables::Purpose::ExternalIp) if to_ext => out.push(RuleSummary::ExternalIp { addr, lines }),
-                    _ if internal => out.push(RuleSummary::ClusterIp { addr, lines }),
-                    _ if to_ext => out.push(RuleSummary::LoadBalancerIp { addr, lines }),
-                    _ => {}
-                }
-            }
-        }
-        if let Some(services) = filter.chain("KUBE-SERVICES") {
-            for (i, r) in services.rules.iter().enumerate() {
-                if r.target == Target::Reject && r.owner.as_deref() == Some(sp.port_name.as_str()) {
-                    if let Some(addr) = rule_addr(&r.matches) {
-                        out.push(RuleSummary::Reject { addr, lines: line(filter.name, "KUBE-SERVICES", i).into_iter().collect() });
-                    }
-                }
-            }
-        }
-        if let (Some(ext), Some(np)) = (&sp.ext_chain, nat.chain("KUBE-NODEPORTS")) {
-            for (i, r) in np.rules.iter().enumerate() {
-                if r.target != Target::Jump(ext.clone()) {
-                    continue;
-                }
-                // Only the node port's own rules: the KUBE-EXT chain they
-                // jump to is shared with balancer and external IPs. The
-                // copy for 127.0.0.0/8 (a localhost node port, counted by
-                // nfacct) is the same node port: one summary holds both.
-                let Some(port) = r.matches.iter().find_map(|m| if let Match::DestinationPort(p) = m { Some(*p) } else { None }) else { continue };
-                let line = nat_line("KUBE-NODEPORTS", i);
-                match out.iter_mut().find_map(|s| match s {
-                    RuleSummary::NodePort { port: p, lines } if *p == port => Some(lines),
-                    _ => None,
-                }) {
-                    Some(lines) => lines.extend(line),
-                    None => out.push(RuleSummary::NodePort { port, lines: line.into_iter().collect() }),
-                }
-            }
-        }
-        let targets: Vec<SockAddr> = sp
-            .sep_chains
-            .iter()
-            .filter_map(|c| nat.chain(c)?.rules.iter().find_map(|r| if let Target::Dnat(a) = r.target { Some(a) } else { None }))
-            .collect();
-        if !targets.is_empty() {
-            let mut lines = chain_lines(&sp.svc_chain);
-            for c in sp.svl_chain.iter().chain(&sp.sep_chains) {
-                lines.extend(chain_lines(c));
-            }
-            out.push(RuleSummary::Endpoints { targets, lines });
-        }
-    }
-    out
-}
-
 /// `node-2` → `Node-2`, as the explainer labels nodes named `node-N`;
 /// other names (`kind-worker`) are kept as they are.
 pub fn display_node(name: &str) -> String {
@@ -761,13 +689,6 @@ pub fn short_pod_name(name: &str) -> String {
 /// A ReplicaSet's pod-template-hash: 6 to 10 lower-case letters and digits.
 fn is_replica_set_hash(s: &str) -> bool {
     (6..=10).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) && s.bytes().any(|b| b.is_ascii_digit())
-}
-
-/// The address and port a KUBE-SERVICES rule matches.
-fn rule_addr(m: &[Match]) -> Option<SockAddr> {
-    let ip = m.iter().find_map(|x| if let Match::Destination { cidr, negate: false } = x { Some(cidr.addr) } else { None })?;
-    let port = m.iter().find_map(|x| if let Match::DestinationPort(p) = x { Some(*p) } else { None })?;
-    Some(SockAddr::new(ip, port))
 }
 
 /// Whether a Service answers on a cluster IP (not headless, not ExternalName).

@@ -11,12 +11,11 @@
 //! [`traverse`] over the node's rules, by the node's conntrack entry, or by
 //! a balancer (whose rewrite is its own, recorded as `RewriteKind::Balancer`).
 
-use super::hop::{ended, DropReason, Field, Hop, HopKind, Leg, MatchedRule, PacketHop, Payload, Rewrite, RewriteKind, Unroutable};
+use super::hop::{ended, DropReason, Field, Hop, HopKind, Leg, PacketHop, Payload, Rewrite, RewriteKind, Unroutable};
 use super::{ActorId, ActorKind, World};
 use crate::controllers::cloud::{Delivery, LbFlow, LbState};
 use crate::dataplane::conntrack::{ConntrackTable, Direction};
-use crate::dataplane::iptables::Target;
-use crate::dataplane::netfilter::{reachable_dnat_targets, traverse, Dice, Entry, NodeContext, Verdict};
+use crate::dataplane::netfilter::{Dice, Entry};
 use crate::dataplane::trace::node_addresses;
 use crate::dns::{ClusterDns, DnsConfig, QType, RData, Rcode, Response};
 use crate::net::{Packet, Protocol, SockAddr};
@@ -372,31 +371,19 @@ impl World {
         }
         let node = self.api.nodes[n].clone();
         let name = self.actors.short(me).to_string();
-        let ctx = NodeContext::new(node_addresses(&node));
-        let rules = &self.rules[n];
-        let t = traverse(&rules.filter, &rules.nat, entry, pkt, &ctx, dice);
-        let matched: Vec<MatchedRule> = t
-            .matched()
-            .filter_map(|r| {
-                let rule = rules.rule(r)?;
-                Some(MatchedRule { table: r.table, line: rules.line_of(r)?, text: rule.render(&r.chain), purpose: rule.purpose, owner: rule.owner.clone(), rewrites: MatchedRule::field_of(&rule.target) })
-            })
-            .collect();
-        if let Some(v) = t.refused() {
-            let last = t.refusing_rule();
-            let rule = last.and_then(|r| matched.iter().find(|m| Some(m.line) == rules.line_of(r)).cloned());
-            let comment = last.and_then(|r| rules.rule(r)).and_then(|r| r.comment().map(str::to_string));
-            return Step::Drop(DropReason::Filtered { node: me, rejected: *v == Verdict::Reject, rule, comment });
+        let local = node_addresses(&node);
+        let d = self.rules[n].decide(entry, pkt, local.clone(), dice);
+        if let Some(r) = d.refused {
+            return Step::Drop(DropReason::Filtered { node: me, rejected: r.rejected, rule: r.rule, comment: r.comment });
         }
-        let mut after = t.routed;
+        let matched = d.matched;
+        let mut after = d.routed;
         let mut rewrites = Vec::new();
-        let mut could_reach = Vec::new();
-        if let Verdict::Dnat(to) = t.nat.verdict {
+        let could_reach = d.could_reach;
+        if let Some(to) = d.dnat {
             rewrites.push(Rewrite { kind: RewriteKind::Dnat, field: Field::Destination, from: pkt.dst, to });
-            let hook = if entry == Entry::Local { "OUTPUT" } else { "PREROUTING" };
-            could_reach = reachable_dnat_targets(&rules.nat, hook, pkt, &ctx);
         }
-        if entry == Entry::Arriving && ctx.local_addrs.contains(&after.dst.ip) {
+        if entry == Entry::Arriving && local.contains(&after.dst.ip) {
             // Addressed to the node itself and not rewritten: nothing of the
             // model listens on a node.
             return Step::Drop(DropReason::Refused { at: me, port: after.dst.port });
@@ -405,9 +392,8 @@ impl World {
             Ok(r) => r,
             Err(e) => return Step::Drop(e),
         };
-        if let Some(r) = t.masquerade_rule() {
+        if let Some(random_fully) = d.masquerade {
             let from = after.src;
-            let random_fully = rules.rule(r).is_some_and(|r| matches!(r.target, Target::Masquerade { random_fully: true }));
             after.src = masquerade(&self.conntrack[n], n, pkt, &after, out_addr, random_fully);
             // A masquerade that keeps both address and port changes nothing.
             if after.src != from {

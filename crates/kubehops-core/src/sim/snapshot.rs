@@ -32,12 +32,15 @@ pub struct DataplaneSnapshot {
 
 /// One node: its addresses, and the full tables it holds (kube-proxy's
 /// and the network plugin's), numbered as its hops number them
-/// ([`NodeRules::save`]).
+/// ([`NodeRules::save`]); in nftables mode `rules` holds the network
+/// plugin's only, and `nftables` kube-proxy's table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NodeSnapshot {
     pub actor: ActorId,
     pub node: Node,
     pub rules: NodeRules,
+    #[serde(default)]
+    pub nftables: Option<crate::dataplane::nftables::Ruleset>,
 }
 
 /// One Pod, Ready or not: where it runs and the one port it serves.
@@ -68,7 +71,7 @@ pub struct HostSnapshot {
 impl World {
     /// The data plane as it is now.
     pub fn dataplane_snapshot(&self) -> DataplaneSnapshot {
-        let nodes = self.api.nodes.iter().enumerate().map(|(i, n)| NodeSnapshot { actor: self.node_actors[i], node: n.clone(), rules: self.rules[i].clone() }).collect();
+        let nodes = self.api.nodes.iter().enumerate().map(|(i, n)| NodeSnapshot { actor: self.node_actors[i], node: n.clone(), rules: self.rules[i].iptables.clone(), nftables: self.rules[i].nftables.clone() }).collect();
         let pods = self
             .api
             .pods

@@ -6,38 +6,11 @@
 //! fields; none of them parses text.
 
 use crate::dataplane::conntrack::{ConntrackState, Tuple};
-// A rule line is the data plane's (it writes them); views show them.
-pub use crate::dataplane::iptables::RuleLine;
-use crate::net::SockAddr;
+// Rule lines and summaries are the data plane's (either mode writes them); views show them.
+pub use crate::dataplane::rules::{RuleLine, RuleSummary};
 use crate::sim::actor::ActorId;
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
-
-/// A compact, typed summary of the rules one node holds for a Service,
-/// for the node's card on the canvas.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub enum RuleSummary {
-    ClusterIp { addr: SockAddr, lines: Vec<usize> },
-    NodePort { port: u16, lines: Vec<usize> },
-    LoadBalancerIp { addr: SockAddr, lines: Vec<usize> },
-    ExternalIp { addr: SockAddr, lines: Vec<usize> },
-    Endpoints { targets: Vec<SockAddr>, lines: Vec<usize> },
-    /// The filter table turns the Service's traffic away (no endpoints).
-    Reject { addr: SockAddr, lines: Vec<usize> },
-}
-
-impl RuleSummary {
-    pub fn lines(&self) -> &[usize] {
-        match self {
-            RuleSummary::ClusterIp { lines, .. }
-            | RuleSummary::NodePort { lines, .. }
-            | RuleSummary::LoadBalancerIp { lines, .. }
-            | RuleSummary::ExternalIp { lines, .. }
-            | RuleSummary::Endpoints { lines, .. }
-            | RuleSummary::Reject { lines, .. } => lines,
-        }
-    }
-}
 
 /// One conntrack entry as shown, with what identifies it: the original
 /// tuple names the connection, the state says how far it got. The text's

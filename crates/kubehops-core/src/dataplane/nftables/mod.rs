@@ -42,7 +42,10 @@ use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
 mod listing;
+mod view;
 pub mod walk;
+
+pub use view::is_port_of;
 
 pub use walk::{reachable, traverse, Context, Outcome, Traversal};
 

@@ -1,0 +1,149 @@
+//! What a node's rules show, whichever of kube-proxy's modes wrote them:
+//! the table a line is in ([`RuleTable`]), what a rule was written for
+//! ([`Purpose`]), one printed line with its owner ([`RuleLine`]), a rule
+//! that matched a packet ([`MatchedRule`]) and a Service's rules summed up
+//! for a node's card ([`RuleSummary`]). Both modes fill these; the
+//! simulator, the scene and the panels read only these, so none of them
+//! needs to know which mode wrote a rule.
+
+use crate::net::SockAddr;
+use serde::{Deserialize, Serialize};
+
+/// The table a rule is in: one of iptables' (`filter`, `nat`, `mangle`),
+/// or the nftables mode's `ip kube-proxy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum RuleTable {
+    Filter,
+    Nat,
+    Mangle,
+    /// nftables: `table ip kube-proxy`.
+    KubeProxy,
+}
+
+impl RuleTable {
+    /// How a panel tags it: `filter`, `nat`, `mangle`, `nft`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleTable::Filter => "filter",
+            RuleTable::Nat => "nat",
+            RuleTable::Mangle => "mangle",
+            RuleTable::KubeProxy => "nft",
+        }
+    }
+
+    /// The table's full name, for a sentence: `the nat table`,
+    /// `the ip kube-proxy table`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RuleTable::KubeProxy => "ip kube-proxy",
+            t => t.as_str(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Field {
+    Source,
+    Destination,
+}
+
+/// What kube-proxy wrote a rule for. It is not part of the rule's text:
+/// kube-proxy knows it when it writes the rule, and the model keeps it so
+/// that nothing has to guess it back from a comment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Purpose {
+    /// KUBE-SERVICES: the Service's cluster IP and port.
+    ClusterIp,
+    /// KUBE-SERVICES: one of `spec.externalIPs`.
+    ExternalIp,
+    /// KUBE-SERVICES: an address of `status.loadBalancer.ingress`.
+    LoadBalancerIp,
+    /// KUBE-NODEPORTS: the Service's node port.
+    NodePort,
+    /// filter KUBE-NODEPORTS: accepts the health check node port.
+    HealthCheckNodePort,
+    /// Marks a packet for masquerade (a jump to KUBE-MARK-MASQ).
+    MarkMasquerade,
+    /// A jump from a Service chain to one endpoint's chain.
+    EndpointPick,
+    /// The DNAT to one endpoint.
+    EndpointDnat,
+    /// filter: REJECT, the Service has no endpoints at all.
+    NoEndpoints,
+    /// filter: DROP, external traffic finds no local endpoint.
+    NoLocalEndpoints,
+    /// filter KUBE-PROXY-FIREWALL: a source outside loadBalancerSourceRanges.
+    SourceRangeDrop,
+}
+
+/// One line of a node's rules, as its mode prints them (an `iptables-save`
+/// line, or a line of the nftables transaction), with what it belongs to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuleLine {
+    /// Its line number in the node's full rules as printed (`iptables-save`
+    /// output, or the nftables transaction).
+    pub line: usize,
+    pub table: RuleTable,
+    pub chain: String,
+    pub text: String,
+    /// The service port it was written for (`default/web`, `default/api:http`).
+    pub owner: Option<String>,
+    pub purpose: Option<Purpose>,
+}
+
+impl RuleLine {
+    /// Two lines are the same rule when chain and text agree; the number
+    /// moves when rules are added above it.
+    pub fn same_rule(&self, other: &RuleLine) -> bool {
+        self.table == other.table && self.chain == other.chain && self.text == other.text
+    }
+}
+
+/// A rule that matched, as its line on that node (see [`RuleLine`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchedRule {
+    /// The table it is in: KUBE-SERVICES, for one, exists in both of
+    /// iptables' tables.
+    pub table: RuleTable,
+    pub line: usize,
+    pub text: String,
+    /// What kube-proxy wrote the rule for, when it says.
+    pub purpose: Option<Purpose>,
+    /// The service port kube-proxy wrote it for (`kube-system/kube-dns:dns`),
+    /// as the rule's `owner`: the views show that Service's rules on the
+    /// node it matched on. (Always written, even when `None`: the page's
+    /// worker sends scenarios in postcard, which has no field names, so a
+    /// field left out would shift every field after it.)
+    #[serde(default)]
+    pub owner: Option<String>,
+    /// The field its target rewrites: a DNAT the destination, a
+    /// MASQUERADE the source (at the end of the walk).
+    #[serde(default)]
+    pub rewrites: Option<Field>,
+}
+
+/// A compact, typed summary of the rules one node holds for a Service,
+/// for the node's card on the canvas.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum RuleSummary {
+    ClusterIp { addr: SockAddr, lines: Vec<usize> },
+    NodePort { port: u16, lines: Vec<usize> },
+    LoadBalancerIp { addr: SockAddr, lines: Vec<usize> },
+    ExternalIp { addr: SockAddr, lines: Vec<usize> },
+    Endpoints { targets: Vec<SockAddr>, lines: Vec<usize> },
+    /// The filter table turns the Service's traffic away (no endpoints).
+    Reject { addr: SockAddr, lines: Vec<usize> },
+}
+
+impl RuleSummary {
+    pub fn lines(&self) -> &[usize] {
+        match self {
+            RuleSummary::ClusterIp { lines, .. }
+            | RuleSummary::NodePort { lines, .. }
+            | RuleSummary::LoadBalancerIp { lines, .. }
+            | RuleSummary::ExternalIp { lines, .. }
+            | RuleSummary::Endpoints { lines, .. }
+            | RuleSummary::Reject { lines, .. } => lines,
+        }
+    }
+}
