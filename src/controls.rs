@@ -286,8 +286,11 @@ fn ParamControl(spec: ParamSpec, only: String) -> impl IntoView {
         ParamKind::Set { options } => view! { <ReadySet key=spec.key.clone() label=spec.label.clone() options=options/> }.into_any(),
         ParamKind::Seed | ParamKind::Manifest => ().into_any(),
     };
+    // One line beside the control where it needs one (why the mode
+    // choice has no IPVS), as small text the control's group describes.
+    let hint = spec.hint.clone().map(|h| view! { <span class="kh-param-hint">{h}</span> });
     if spec.when.is_empty() {
-        return view! { <div class="kh-param">{body}</div> }.into_any();
+        return view! { <div class="kh-param">{body}{hint}</div> }.into_any();
     }
     let off = move || !applies.get();
     // A fieldset disables every control in it; while it does, its tip

@@ -64,7 +64,8 @@ fn save_line(l: PanelLine, table: Option<RuleTable>, mark: Mark, by: usize) -> i
     }
 }
 
-/// "Rules on Node-2": the node's `iptables-save` lines for the Services
+/// "Rules on Node-2": the node's kube-proxy lines (`iptables-save`, or
+/// its nftables transaction) for the Services
 /// in focus, with what the current hop matched, added or removed marked.
 #[component]
 pub fn RulesPanel() -> impl IntoView {
@@ -138,7 +139,7 @@ pub fn RulesPanel() -> impl IntoView {
         });
         view! {
             <p class="kh-note kh-rules-note">{m.note}</p>
-            <ol class="kh-code kh-save kh-save-main" node_ref=list tabindex="0" aria-label=format!("iptables-save lines for {services} on {}", m.name)>
+            <ol class="kh-code kh-save kh-save-main" node_ref=list tabindex="0" aria-label=format!("{} lines for {services} on {}", m.printout, m.name)>
                 {empty.map(|e| view! { <li class="kh-save-empty">{e}</li> })}
                 {m.lines.into_iter().map(|l| { let mark = if l.hit { Mark::Hit } else { Mark::None }; save_line(l, None, mark, by) }).collect_view()}
                 {m.removed.into_iter().map(|l| save_line(l, None, Mark::Removed, by)).collect_view()}
@@ -152,7 +153,7 @@ pub fn RulesPanel() -> impl IntoView {
                 <h2 id="kh-rules-title">
                     {move || model.with(|m| format!("Rules on {}", m.name))}
                     " "
-                    <span class="kh-sub">{move || model.with(|m| if m.services.is_empty() { "iptables-save".to_string() } else { format!("iptables-save · Service {}", m.services) })}</span>
+                    <span class="kh-sub">{move || model.with(|m| if m.services.is_empty() { m.printout.clone() } else { format!("{} · Service {}", m.printout, m.services) })}</span>
                 </h2>
                 <div class="kh-seg" role="group" aria-label="Show the rules of">
                     {selector}

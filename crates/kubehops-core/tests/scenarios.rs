@@ -362,11 +362,18 @@ fn check_snapshots(s: &Scenario) {
         let packets = st.hops.iter().any(|h| h.packet.is_some());
         assert_eq!(st.snapshot.is_some(), packets, "{}: step {} has a snapshot exactly when it carries packets", s.id, i + 1);
         let Some(snap) = &st.snapshot else { continue };
-        let lines: Vec<(ActorId, Vec<String>)> =
-            snap.nodes.iter().map(|n| (n.actor, n.rules.save())).chain(snap.hosts.iter().map(|h| (h.net.actor, h.net.save()))).collect();
+        // Each machine's printed rules: iptables-save, and in nftables
+        // mode kube-proxy's transaction, which its ip kube-proxy lines index.
+        let lines: Vec<(ActorId, Vec<String>, Vec<String>)> = snap
+            .nodes
+            .iter()
+            .map(|n| (n.actor, n.rules.save(), n.nftables.as_ref().map(|t| t.transaction()).unwrap_or_default()))
+            .chain(snap.hosts.iter().map(|h| (h.net.actor, h.net.save(), Vec::new())))
+            .collect();
         let check = |machine: ActorId, m: &MatchedRule| {
-            let save = &lines.iter().find(|(a, _)| *a == machine).unwrap_or_else(|| panic!("{}: no machine {machine:?} in the snapshot", s.id)).1;
-            assert_eq!(save.get(m.line), Some(&m.text), "{}: step {}: line {} of {machine:?}'s snapshot", s.id, i + 1, m.line);
+            let (_, save, nft) = lines.iter().find(|(a, _, _)| *a == machine).unwrap_or_else(|| panic!("{}: no machine {machine:?} in the snapshot", s.id));
+            let printed = if m.table == kubehops_core::dataplane::rules::RuleTable::KubeProxy { nft } else { save };
+            assert_eq!(printed.get(m.line), Some(&m.text), "{}: step {}: line {} of {machine:?}'s snapshot", s.id, i + 1, m.line);
         };
         for h in &st.hops {
             if let Some(p) = h.packet.as_ref().filter(|p| !p.by_conntrack) {

@@ -236,8 +236,9 @@ fn params(s: &Scenario) -> String {
             }
             ParamKind::Seed | ParamKind::Manifest => String::new(),
         };
+        let hint = sp.hint.as_deref().map_or_else(String::new, |h| format!(r#"<span class="kh-param-hint">{}</span>"#, escape(h)));
         if sp.when.is_empty() {
-            let _ = write!(out, r#"<div class="kh-param">{body}</div>"#);
+            let _ = write!(out, r#"<div class="kh-param">{body}{hint}</div>"#);
         } else {
             let _ = write!(out, r#"<fieldset class="kh-param"{}>{body}</fieldset>"#, if sp.applies(&s.params) { "" } else { " disabled" });
         }

@@ -81,22 +81,12 @@ fn edited(id: String, params: Params) -> Edited {
     Edited { id, params, scenario, refusal }
 }
 
-/// Your cluster draws kube-proxy's iptables mode; a cluster whose
-/// KubeProxyConfiguration sets nftables mode is told so, not shown rules
-/// its nodes do not have as if they had them.
-fn mode_note(i: &kubehops_core::scenarios::your_cluster::ClusterInput) -> Option<String> {
-    use kubehops_core::dataplane::kubeproxy::ProxyMode;
-    (i.proxy.as_ref().map(|p| p.mode) == Some(ProxyMode::Nftables)).then(|| {
-        "warning: the KubeProxyConfiguration sets mode: nftables, but the rules drawn here are kube-proxy's iptables mode: this view does not draw nftables mode yet (`kubehops nft` prints a node's nftables rules)".to_string()
-    })
-}
-
 /// What the page needs of a cluster read, built for `params`.
 fn cluster(r: &Read, params: &Params) -> Cluster {
     let i = &r.input;
     Cluster {
         counts: Counts { nodes: i.nodes.len(), pods: i.pods.len(), services: i.services.len(), slices: i.slices.len() },
-        warnings: r.warnings.iter().cloned().chain(mode_note(i)).collect(),
+        warnings: r.warnings.clone(),
         specs: your_cluster::params(i),
         scenario: your_cluster::build(i, params).without_snapshots(),
     }

@@ -40,19 +40,30 @@ fn a_paste_is_read_and_built_as_the_cli_reads_and_builds_it() {
     assert!(c.scenario.steps.iter().all(|s| s.snapshot.is_none()));
 }
 
-/// A cluster in nftables mode is told that the view draws iptables mode;
-/// one in iptables mode (or without a config) gets no such line.
+/// A cluster whose KubeProxyConfiguration sets nftables mode opens in
+/// that mode: the mode choice defaults to it and the nodes' cards hold
+/// nftables lines; a link's `mode` still switches it.
 #[test]
-fn a_cluster_in_nftables_mode_is_told_what_the_view_draws() {
+fn a_cluster_in_nftables_mode_opens_in_that_mode() {
+    use kubehops_core::dataplane::rules::RuleTable;
     let yaml = cluster::example_yaml(2, 4, 1);
     let config = |mode: &str| format!("{yaml}\n---\napiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: {mode}\n");
-    let note = |text: &str| {
-        let c = cluster_of(Reader::default().answer(paste(1, text, Params::default()))).unwrap().unwrap();
-        c.warnings.iter().filter(|w| w.contains("sets mode: nftables")).count()
+    let tables = |text: &str, p: Params| {
+        let c = cluster_of(Reader::default().answer(paste(1, text, p))).unwrap().unwrap();
+        let default = c.specs.iter().find(|s| s.key == "mode").map(|s| s.default_value());
+        let mut t: Vec<RuleTable> = c.scenario.steps.iter().flat_map(|s| &s.views).flat_map(|v| &v.nodes).flat_map(|n| &n.iptables).map(|l| l.table).collect();
+        t.dedup();
+        t.sort_by_key(|t| t.as_str());
+        t.dedup();
+        (default, t)
     };
-    assert_eq!(note(&config("nftables")), 1);
-    assert_eq!(note(&config("iptables")), 0);
-    assert_eq!(note(&yaml), 0);
+    let nft = Some(Value::Choice("nftables".into()));
+    assert_eq!(tables(&config("nftables"), Params::default()), (nft.clone(), vec![RuleTable::KubeProxy]));
+    let iptables = |t: Vec<RuleTable>| !t.is_empty() && t.iter().all(|t| matches!(t, RuleTable::Filter | RuleTable::Nat));
+    assert!(iptables(tables(&config("iptables"), Params::default()).1));
+    assert!(iptables(tables(&yaml, Params::default()).1));
+    let by_link = Params::default().with("mode", Value::Choice("nftables".into()));
+    assert_eq!(tables(&yaml, by_link).1, vec![RuleTable::KubeProxy]);
 }
 
 #[test]

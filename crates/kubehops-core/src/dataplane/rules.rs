@@ -31,6 +31,13 @@ impl RuleTable {
         }
     }
 
+    /// Whether lines of `self` and `other` are numbered in the same
+    /// printout: iptables' tables share `iptables-save`; `ip kube-proxy`
+    /// has the nftables transaction.
+    pub fn same_printout(self, other: RuleTable) -> bool {
+        (self == RuleTable::KubeProxy) == (other == RuleTable::KubeProxy)
+    }
+
     /// The table's full name, for a sentence: `the nat table`,
     /// `the ip kube-proxy table`.
     pub fn name(self) -> &'static str {
@@ -147,3 +154,18 @@ impl RuleSummary {
         }
     }
 }
+
+impl MatchedRule {
+    /// Whether this is the rule printed as `l`.
+    pub fn is(&self, l: &RuleLine) -> bool {
+        self.line == l.line && self.table.same_printout(l.table)
+    }
+
+    /// Its line, if kube-proxy wrote it for a Service port: the lines a
+    /// node card's summary rows hold. (In nftables mode the network
+    /// plugin's iptables rules are numbered apart and own no port.)
+    pub fn card_line(&self) -> Option<usize> {
+        self.owner.is_some().then_some(self.line)
+    }
+}
+

@@ -27,7 +27,7 @@ use crate::controllers::metallb::{IpAddressPool, L2Advertisement, MetalLb, Speak
 use crate::controllers::LbController;
 use crate::dataplane::docker::{DockerEngine, DockerNetwork};
 use crate::dataplane::kind::{KindConfig, KindNode, PortMapping, Role};
-use crate::dataplane::kubeproxy::KubeProxyConfig;
+use crate::dataplane::kubeproxy::{KubeProxyConfig, ProxyMode};
 use crate::net::{ip, Cidr, Protocol, SockAddr};
 use crate::sim::{Actor, ActorKind, ArpOp, Dial, DropReason, Hop, HostNet, Internet, Neighbour, NeighbourState, Outcome, RewriteKind, Route, View, World, Zone};
 use std::net::Ipv4Addr;
@@ -81,6 +81,7 @@ fn params() -> Vec<ParamSpec> {
         ParamSpec::choice("placement", "booking Pods", ChoiceStyle::Buttons, vec![Choice::new("worker", "Both on the worker"), Choice::new("spread", "One on each node")]),
         ParamSpec::toggle("local", "externalTrafficPolicy: Local"),
         ParamSpec::toggle("hairpin", "Docker without userland-proxy"),
+        ParamSpec::proxy_mode(ProxyMode::Iptables),
         ParamSpec::seed(),
         ParamSpec::manifest(),
     ]
@@ -245,6 +246,7 @@ fn booking_endpoints(w: &World) -> Vec<Ipv4Addr> {
 pub fn build(p: &Params) -> Scenario {
     let lab = Lab { spread: p.choice("placement") == Some("spread"), local: p.toggle("local"), hairpin: p.toggle("hairpin"), seed: p.seed() };
     let mut w = cluster(lab);
+    w.set_proxy_mode(p.proxy_mode());
     let mut rec = Recorder::new("booking.yaml", &booking(ServiceType::NodePort, Some(NODE_PORT), lab.local));
     host_to_pod(&mut w, &mut rec, lab);
     not_for_production(&mut w, &mut rec, lab);

@@ -11,7 +11,7 @@ use crate::api::{Node, ObjectRef, Pod, Service, ServicePort, ServiceSpec, Servic
 use crate::controllers::cloud::{CloudController, CloudProvider, Delivery};
 use crate::controllers::LbController;
 use crate::dataplane::iptables::Purpose;
-use crate::dataplane::kubeproxy::KubeProxyConfig;
+use crate::dataplane::kubeproxy::{KubeProxyConfig, ProxyMode};
 use crate::net::{ip, Cidr, Protocol, SockAddr};
 use crate::sim::{Actor, ActorKind, Dial, Hop, Internet, Outcome, PacketHop, RewriteKind, View, World, Zone};
 
@@ -25,7 +25,7 @@ pub const ENTRY: Entry = Entry {
 };
 
 fn params() -> Vec<ParamSpec> {
-    vec![ParamSpec::seed(), ParamSpec::manifest()]
+    vec![ParamSpec::proxy_mode(ProxyMode::Iptables), ParamSpec::seed(), ParamSpec::manifest()]
 }
 
 /// The user's Service on the story's cluster, in place of the five steps.
@@ -90,6 +90,7 @@ pub fn cluster() -> World {
 pub fn build(p: &Params) -> Scenario {
     let seed = p.seed();
     let mut w = cluster();
+    w.set_proxy_mode(p.proxy_mode());
     let laptop = w.first(ActorKind::Laptop).expect("the story has a laptop");
     let mut rec = Recorder::new("web.yaml", w.api.service("default", "web").expect("web exists"));
     let nodes_without_pods: Vec<String> = (0..w.api.nodes.len())

@@ -5,8 +5,15 @@
 //! a choice by its value, a toggle as `1` or `0`, a set as a comma list,
 //! a seed as digits. A value left at its default is left out of the link.
 
+use crate::dataplane::kubeproxy::ProxyMode;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// The key of kube-proxy's mode in links.
+pub const PROXY_MODE: &str = "mode";
+
+/// Why the mode choice has no IPVS.
+pub const IPVS_HINT: &str = "IPVS mode is not shown: it is deprecated since Kubernetes 1.35.";
 
 /// The longest value a menu without options takes from a link.
 const MAX_OPEN_VALUE: usize = 320;
@@ -63,28 +70,43 @@ pub struct ParamSpec {
     /// When the parameter matters: every listed choice parameter has one
     /// of the listed values. Empty: always. A control is offered only then.
     pub when: Vec<(String, Vec<String>)>,
+    /// One line the control shows beside it (why IPVS is not a mode).
+    #[serde(default)]
+    pub hint: Option<String>,
 }
 
 impl ParamSpec {
     pub fn choice(key: &str, label: &str, style: ChoiceStyle, options: Vec<Choice>) -> ParamSpec {
         let default = options.first().map(|c| c.value.clone()).unwrap_or_default();
-        ParamSpec { key: key.into(), label: label.into(), kind: ParamKind::Choice { options, default, style }, when: vec![] }
+        ParamSpec { key: key.into(), label: label.into(), kind: ParamKind::Choice { options, default, style }, when: vec![], hint: None }
     }
 
     pub fn toggle(key: &str, label: &str) -> ParamSpec {
-        ParamSpec { key: key.into(), label: label.into(), kind: ParamKind::Toggle { default: false }, when: vec![] }
+        ParamSpec { key: key.into(), label: label.into(), kind: ParamKind::Toggle { default: false }, when: vec![], hint: None }
     }
 
     pub fn set(key: &str, label: &str, options: Vec<Choice>) -> ParamSpec {
-        ParamSpec { key: key.into(), label: label.into(), kind: ParamKind::Set { options }, when: vec![] }
+        ParamSpec { key: key.into(), label: label.into(), kind: ParamKind::Set { options }, when: vec![], hint: None }
     }
 
     pub fn seed() -> ParamSpec {
-        ParamSpec { key: "seed".into(), label: "Random pick (seeded)".into(), kind: ParamKind::Seed, when: vec![] }
+        ParamSpec { key: "seed".into(), label: "Random pick (seeded)".into(), kind: ParamKind::Seed, when: vec![], hint: None }
     }
 
     pub fn manifest() -> ParamSpec {
-        ParamSpec { key: "manifest".into(), label: "Your Service".into(), kind: ParamKind::Manifest, when: vec![] }
+        ParamSpec { key: "manifest".into(), label: "Your Service".into(), kind: ParamKind::Manifest, when: vec![], hint: None }
+    }
+
+    /// kube-proxy's mode (`mode=nftables` in a link), iptables unless
+    /// `default` says otherwise (a pasted KubeProxyConfiguration's mode).
+    pub fn proxy_mode(default: ProxyMode) -> ParamSpec {
+        let options = [ProxyMode::Iptables, ProxyMode::Nftables].map(|m| Choice::new(m.as_str(), m.as_str())).to_vec();
+        let mut spec = ParamSpec::choice(PROXY_MODE, "kube-proxy mode", ChoiceStyle::Buttons, options);
+        if let ParamKind::Choice { default: d, .. } = &mut spec.kind {
+            *d = default.as_str().into();
+        }
+        spec.hint = Some(IPVS_HINT.into());
+        spec
     }
 
     /// The same parameter, offered only while `key` has one of `values`.
@@ -241,6 +263,11 @@ impl Params {
 
     pub fn set_contains(&self, key: &str, item: &str) -> bool {
         matches!(self.values.get(key), Some(Value::Set(s)) if s.contains(item))
+    }
+
+    /// The kube-proxy mode chosen; iptables when there is no such parameter.
+    pub fn proxy_mode(&self) -> ProxyMode {
+        if self.choice(PROXY_MODE) == Some(ProxyMode::Nftables.as_str()) { ProxyMode::Nftables } else { ProxyMode::Iptables }
     }
 
     pub fn seed(&self) -> Option<u64> {

@@ -14,7 +14,7 @@ use crate::api::server::{ApiServer, ApiServerConfig};
 use crate::api::{Node, ObjectRef, Pod, Service, ServicePort, ServiceSpec, ServiceType, TrafficPolicy};
 use crate::controllers::cloud::{CloudController, CloudProvider};
 use crate::controllers::LbController;
-use crate::dataplane::kubeproxy::KubeProxyConfig;
+use crate::dataplane::kubeproxy::{KubeProxyConfig, ProxyMode};
 use crate::dataplane::netfilter::Dice;
 use crate::dns::{QType, Rcode, Response};
 use crate::net::{ip, Cidr, Protocol, SockAddr};
@@ -129,6 +129,7 @@ fn params() -> Vec<ParamSpec> {
             .when("tab", &["clusterip", "nodeport", "loadbalancer", "headless"]),
         ParamSpec::choice("demo", "Demo", ChoiceStyle::Demo, demos),
         ParamSpec::choice("from", "Coming from", ChoiceStyle::Hidden, from),
+        ParamSpec::proxy_mode(ProxyMode::Iptables),
         ParamSpec::seed(),
         ParamSpec::manifest(),
     ]
@@ -320,6 +321,7 @@ fn build_with(p: &Params, typed: Option<Service>) -> Scenario {
     let from = p.choice("from").and_then(Tab::parse);
     let local = p.toggle("local");
     let mut w = cluster_after(from, local);
+    w.set_proxy_mode(p.proxy_mode());
     let laptop = p.choice("client") == Some("laptop");
     let client = if laptop { w.first(ActorKind::Laptop) } else { w.actors.of_object(ActorKind::Pod, "default", "web") }.unwrap_or(ActorId(0));
     let via = if p.choice("via") == Some("node-2") { 1 } else { 0 };

@@ -20,7 +20,7 @@ use super::{dice_for, list, Action, Choice, ChoiceStyle, Entry, ParamSpec, Param
 use crate::api::server::{ApiServer, ApiServerConfig};
 use crate::api::{EndpointSlice, Node, Pod, Service, ServiceType};
 use crate::controllers::LbController;
-use crate::dataplane::kubeproxy::{KubeProxyConfig, NodeFeatures};
+use crate::dataplane::kubeproxy::{KubeProxyConfig, NodeFeatures, ProxyMode};
 use crate::dns::{QType, RData, Rcode, Response};
 use crate::net::{ip, Cidr, Protocol, SockAddr};
 use crate::sim::{Actor, ActorId, ActorKind, Dial, Internet, Outcome, Payload, RewriteKind, World, Zone};
@@ -79,6 +79,7 @@ fn empty_params() -> Vec<ParamSpec> {
     vec![
         ParamSpec::choice("service", "Service", ChoiceStyle::Menu, vec![]),
         ParamSpec::choice("client", "Client", ChoiceStyle::Menu, vec![]),
+        ParamSpec::proxy_mode(ProxyMode::Iptables),
         ParamSpec::seed(),
     ]
 }
@@ -100,7 +101,9 @@ pub fn params(input: &ClusterInput) -> Vec<ParamSpec> {
         .collect();
     clients.extend(input.nodes.iter().map(|n| Choice::new(&format!("node:{}", n.name), &format!("Node {}", n.name))));
     clients.push(Choice::new("outside", &format!("Outside ({OUTSIDE})")));
-    vec![ParamSpec::choice("service", "Service", ChoiceStyle::Menu, svc_options), ParamSpec::choice("client", "Client", ChoiceStyle::Menu, clients), ParamSpec::seed()]
+    // The mode the cluster's KubeProxyConfiguration sets, unless the link says otherwise.
+    let mode = input.proxy.as_ref().map_or(ProxyMode::Iptables, |p| p.mode);
+    vec![ParamSpec::choice("service", "Service", ChoiceStyle::Menu, svc_options), ParamSpec::choice("client", "Client", ChoiceStyle::Menu, clients), ParamSpec::proxy_mode(mode), ParamSpec::seed()]
 }
 
 fn type_label(s: &Service) -> &'static str {
@@ -235,7 +238,9 @@ fn world(input: &ClusterInput, svc: Option<&Service>) -> (World, MadeUp) {
 pub fn world_for(input: &ClusterInput, p: &Params) -> World {
     let p = p.normalized(&params(input));
     let svc = p.choice("service").and_then(|v| input.service(v));
-    world(input, svc).0
+    let mut w = world(input, svc).0;
+    w.set_proxy_mode(p.proxy_mode());
+    w
 }
 
 /// Who the client is.
@@ -307,6 +312,7 @@ fn tell(input: &ClusterInput, p: &Params, also: &[usize]) -> (Scenario, Vec<usiz
     let p = p.normalized(&specs);
     let svc = p.choice("service").and_then(|v| input.service(v)).cloned();
     let (mut w, made) = world(input, svc.as_ref());
+    w.set_proxy_mode(p.proxy_mode());
     let client = p.choice("client").and_then(|v| client_of(&w, v)).or_else(|| w.actors.iter().find(|a| a.kind == ActorKind::OutsideHost).map(|a| Client::Outside(a.id)));
     if let Some(s) = &svc {
         w.focus = vec![s.object_ref()];

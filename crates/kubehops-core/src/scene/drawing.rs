@@ -382,7 +382,7 @@ pub fn ports(st: &Step, layout: &Layout, i: usize) -> (Port, Port) {
                 let dst = h.packet.as_ref().map(|p| p.after.dst);
                 let node = view.and_then(|v| v.node(h.to));
                 // The rows as the panel shows them when the node's rules act.
-                let hit: Vec<usize> = next.and_then(|n| n.packet.as_ref()).filter(|p| p.decided_on == Some(h.to)).map(|p| p.matched.iter().map(|m| m.line).collect()).unwrap_or_default();
+                let hit: Vec<usize> = next.and_then(|n| n.packet.as_ref()).filter(|p| p.decided_on == Some(h.to)).map(|p| p.matched.iter().filter_map(|m| m.card_line()).collect()).unwrap_or_default();
                 dst.and_then(|d| node.and_then(|n| row_of_address(n, d, card, &hit))).map_or(Port::Panel, Port::Row)
             }
         },
@@ -807,14 +807,14 @@ fn panel(s: &Scenario, f: &Frame, card: &NodeCard) -> Group {
         .and_then(|i| st.and_then(|st| st.hops.get(i)))
         .and_then(|h| h.packet.as_ref())
         .filter(|p| p.decided_on == Some(id))
-        .map(|p| p.matched.iter().map(|m| m.line).collect())
+        .map(|p| p.matched.iter().filter_map(|m| m.card_line()).collect())
         .unwrap_or_default();
     let before = before_update(st, f, id);
     let rows = panel_rows(now, before, &hit);
     let p = card.panel;
     let mut g = Group::new(format!("panel-{}", id.0), format!("kh-proxy{}", if before.is_some() { " updated" } else { "" }), Owner::Panel(id));
     g.shapes.push(Shape::new(p, 8.0, ""));
-    g.texts.push(Text::new(p.x + 10.0, p.y + 18.0, Anchor::Start, vec![Span::new("kube-proxy · iptables", Role::PanelTitle)], p));
+    g.texts.push(Text::new(p.x + 10.0, p.y + 18.0, Anchor::Start, vec![Span::new(format!("kube-proxy · {}", s.params.proxy_mode().as_str()), Role::PanelTitle)], p));
     if rows.is_empty() {
         let inner = Rect { x: p.x + 10.0, w: p.w - 20.0, ..p };
         let mut y = p.y + 44.0;

@@ -39,6 +39,17 @@ pub struct RulesPanel {
     pub note: String,
     /// Which hop's changes the `added` and `removed` marks show (1-based).
     pub changed_by: usize,
+    /// What prints the lines on the node, for the panel's heading:
+    /// `iptables-save`, or `nft` for kube-proxy's nftables transaction.
+    pub printout: String,
+}
+
+/// What prints a node's kube-proxy lines in `mode`.
+pub fn printout(mode: crate::dataplane::kubeproxy::ProxyMode) -> &'static str {
+    match mode {
+        crate::dataplane::kubeproxy::ProxyMode::Iptables => "iptables-save",
+        crate::dataplane::kubeproxy::ProxyMode::Nftables => "nft",
+    }
 }
 
 /// The node a hop is about: the node whose rules or conntrack decided it,
@@ -92,15 +103,15 @@ pub fn rules_panel(s: &Scenario, f: &Frame, pinned: Option<ActorId>) -> RulesPan
     let now = lines_at(st, f.view, node).unwrap_or(&[]);
     let before = f.view.checked_sub(1).and_then(|v| lines_at(st, v, node));
     let pk = decided_here(hop, node);
-    let matched: Vec<usize> = pk.map(|p| p.matched.iter().map(|m| m.line).collect()).unwrap_or_default();
+    let matched: &[crate::sim::MatchedRule] = pk.map_or(&[], |p| &p.matched);
     let to_panel = |l: &RuleLine, hit: bool, added: bool| PanelLine { line: l.line, table: l.table, text: l.text.clone(), hit, added };
-    let lines: Vec<PanelLine> = now.iter().map(|l| to_panel(l, matched.contains(&l.line), before.is_some_and(|b| !b.iter().any(|o| o.same_rule(l))))).collect();
+    let lines: Vec<PanelLine> = now.iter().map(|l| to_panel(l, matched.iter().any(|m| m.is(l)), before.is_some_and(|b| !b.iter().any(|o| o.same_rule(l))))).collect();
     let removed: Vec<PanelLine> = before.map(|b| b.iter().filter(|o| !now.iter().any(|l| l.same_rule(o))).map(|o| to_panel(o, false, false)).collect()).unwrap_or_default();
     let shared: Vec<PanelLine> = pk
-        .map(|p| p.matched.iter().filter(|m| !now.iter().any(|l| l.line == m.line)).map(|m| PanelLine { line: m.line, table: m.table, text: m.text.clone(), hit: true, added: false }).collect())
+        .map(|p| p.matched.iter().filter(|m| !now.iter().any(|l| m.is(l))).map(|m| PanelLine { line: m.line, table: m.table, text: m.text.clone(), hit: true, added: false }).collect())
         .unwrap_or_default();
     let note = rules_note(s, st, f, node, &name, &services, pinned.is_some(), &lines, &removed, &shared);
-    RulesPanel { node: Some(node), name, services, lines, removed, shared, note, changed_by: f.view }
+    RulesPanel { node: Some(node), name, services, lines, removed, shared, note, changed_by: f.view, printout: printout(s.params.proxy_mode()).into() }
 }
 
 #[allow(clippy::too_many_arguments)]

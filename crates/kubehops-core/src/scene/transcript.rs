@@ -219,7 +219,7 @@ fn hop_rows(s: &Scenario, h: &Hop) -> Vec<Row> {
             rows.push(Row {
                 kind: RowKind::Rules,
                 text: format!("{n} rule{} matched{on}", if n == 1 { "" } else { "s" }),
-                items: p.matched.iter().map(|m| format!("{} {}: {}", table_name(m.table), m.line, m.text)).collect(),
+                items: p.matched.iter().map(|m| format!("{} {}: {}", m.table.as_str(), m.line, m.text)).collect(),
             });
         }
         if !p.could_reach.is_empty() {

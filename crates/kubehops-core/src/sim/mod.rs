@@ -257,6 +257,21 @@ impl World {
         }
     }
 
+    /// Runs kube-proxy in `mode` on every node, rewriting the rules of
+    /// the nodes that synced (before a story begins).
+    pub fn set_proxy_mode(&mut self, mode: crate::dataplane::kubeproxy::ProxyMode) {
+        if self.proxy.mode == mode {
+            return;
+        }
+        self.proxy.mode = mode;
+        for i in 0..self.rules.len() {
+            if self.is_synced(i) {
+                self.rules[i] = self.desired_rules(i);
+            }
+            self.rules_changed(i);
+        }
+    }
+
     /// Node `i`'s rules changed: views from the next hop on show the new
     /// ones (and render them again).
     fn rules_changed(&mut self, i: usize) {

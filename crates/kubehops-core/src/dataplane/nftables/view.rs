@@ -1,6 +1,6 @@
 //! The `ip kube-proxy` table as the views show it: each rule and element
-//! as its line of the transaction (numbered as [`Ruleset::transaction`]
-//! prints them), one Service's lines, its summary for a node's card, and
+//! as its line of the transaction (its index in what
+//! [`Ruleset::transaction`] prints), one Service's lines, its summary for a node's card, and
 //! the lines a walk matched, all in the mode-neutral shapes of
 //! `dataplane::rules`.
 
@@ -43,16 +43,17 @@ pub fn is_port_of(owner: &str, namespace: &str, name: &str) -> bool {
 impl Ruleset {
     /// The first rule's line: after the table, the sets and the chains.
     fn first_rule_line(&self) -> usize {
-        2 + self.sets.len() + self.chains.len()
+        1 + self.sets.len() + self.chains.len()
     }
 
-    /// The line of rule `index` of `chain` in [`Ruleset::transaction`] (from 1).
+    /// The line of rule `index` of `chain`: its index in
+    /// [`Ruleset::transaction`], as iptables mode's lines index `iptables-save`.
     pub fn rule_line(&self, chain: &str, index: usize) -> Option<usize> {
         let at = self.chains.iter().position(|c| c.name == chain)?;
         (index < self.chains[at].rules.len()).then(|| self.first_rule_line() + self.chains[..at].iter().map(|c| c.rules.len()).sum::<usize>() + index)
     }
 
-    /// The line of element `index` of `set` in [`Ruleset::transaction`] (from 1).
+    /// The line of element `index` of `set` (its index in [`Ruleset::transaction`]).
     pub fn element_line(&self, set: &str, index: usize) -> Option<usize> {
         let at = self.sets.iter().position(|s| s.name == set)?;
         let rules: usize = self.chains.iter().map(|c| c.rules.len()).sum();
@@ -191,12 +192,12 @@ mod tests {
         for (ci, c) in rs.chains.iter().enumerate() {
             for i in 0..c.rules.len() {
                 let line = rs.rule_line(&c.name, i).unwrap();
-                assert_eq!(t[line - 1], rs.rule_text(&c.name, i).unwrap(), "chain {ci} rule {i}");
+                assert_eq!(t[line], rs.rule_text(&c.name, i).unwrap(), "chain {ci} rule {i}");
             }
         }
         for s in &rs.sets {
             for i in 0..s.elements.len() {
-                assert_eq!(t[rs.element_line(&s.name, i).unwrap() - 1], rs.element_text(&s.name, i).unwrap());
+                assert_eq!(t[rs.element_line(&s.name, i).unwrap()], rs.element_text(&s.name, i).unwrap());
             }
         }
         assert_eq!(rs.rule_line("services", 99), None);
