@@ -22,7 +22,7 @@ use crate::dataplane::kubeproxy::{self, KubeProxyConfig, NodeRules, ProxyMode};
 use crate::dataplane::netfilter::{self, NodeContext, Verdict};
 use crate::dataplane::nftables::{self, NftablesConfig, Outcome, Ruleset};
 use crate::dataplane::path::{Dice, Entry};
-use crate::dataplane::rules::{MatchedRule, RuleLine, RuleSummary};
+use crate::dataplane::rules::{Lookup, MatchedRule, RuleLine, RuleSummary};
 use crate::net::{Cidr, Packet, SockAddr};
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
@@ -67,6 +67,8 @@ pub struct Decision {
     pub masquerade: Option<bool>,
     /// Every rule (and map element) that matched, in order.
     pub matched: Vec<MatchedRule>,
+    /// The verdict-map look-ups that sent it on (nftables mode).
+    pub lookups: Vec<Lookup>,
 }
 
 impl NodeTables {
@@ -123,7 +125,7 @@ impl NodeTables {
             None => Vec::new(),
         };
         let masquerade = t.masquerade_rule().map(|r| rules.rule(r).is_some_and(|r| matches!(r.target, Target::Masquerade { random_fully: true })));
-        Decision { routed: t.routed, dnat, could_reach, refused, masquerade, matched }
+        Decision { routed: t.routed, dnat, could_reach, refused, masquerade, matched, lookups: Vec::new() }
     }
 
     fn decide_nftables(&self, rs: &Ruleset, entry: Entry, pkt: &Packet, local: Vec<Ipv4Addr>, dice: &mut dyn Dice) -> Decision {
@@ -149,7 +151,8 @@ impl NodeTables {
             refused = plugin.refused;
             masquerade = plugin.masquerade;
         }
-        Decision { routed: t.routed, dnat, could_reach, refused, masquerade, matched }
+        let lookups = t.hits().filter_map(|h| rs.lookup(h)).collect();
+        Decision { routed: t.routed, dnat, could_reach, refused, masquerade, matched, lookups }
     }
 
     /// Service `namespace/name`'s lines in kube-proxy's rules.

@@ -155,6 +155,22 @@ impl RuleSummary {
     }
 }
 
+/// A verdict-map look-up that sent a packet on (nftables mode): `the
+/// verdict map service-ips sends 10.96.0.50 . tcp . 80 to chain service-…`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lookup {
+    pub map: String,
+    /// The key as nft prints it (`10.96.0.50 . tcp . 80`).
+    pub key: String,
+    pub chain: String,
+}
+
+impl Lookup {
+    pub fn sentence(&self) -> String {
+        format!("the verdict map {} sends {} to chain {}", self.map, self.key, self.chain)
+    }
+}
+
 impl MatchedRule {
     /// Whether this is the rule printed as `l`.
     pub fn is(&self, l: &RuleLine) -> bool {

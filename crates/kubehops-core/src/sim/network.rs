@@ -402,7 +402,11 @@ impl World {
         }
         let entry_index = self.conntrack[n].insert(pkt, &after, self.clock);
         let to_name = self.place_name(to);
-        let (caption, detail) = node_caption(&name, &to_name, pkt, &after, &rewrites);
+        let walk = match d.lookups.as_slice() {
+            [] => "walks its nat table".to_string(),
+            looks => format!("walks its ip kube-proxy table ({})", looks.iter().map(|l| l.sentence()).collect::<Vec<_>>().join("; ")),
+        };
+        let (caption, detail) = node_caption(&name, &to_name, pkt, &after, &rewrites, &walk);
         let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched, by_conntrack: false, could_reach, conntrack_entry: Some(entry_index), payload: payload.clone() };
         next(to, packet, caption, detail)
     }
@@ -544,7 +548,8 @@ fn request_host(payload: &Option<Payload>) -> String {
 }
 
 /// The caption and detail of a packet a node's rules passed on.
-pub(super) fn node_caption(name: &str, to_name: &str, before: &Packet, after: &Packet, rewrites: &[Rewrite]) -> (String, String) {
+/// A node's hop in words; `walk` says what it did (`walks its nat table`).
+pub(super) fn node_caption(name: &str, to_name: &str, before: &Packet, after: &Packet, rewrites: &[Rewrite], walk: &str) -> (String, String) {
     if rewrites.is_empty() {
         return (format!("forward → {to_name}"), format!("No rule of {name} rewrites {}; it is routed on to {to_name}.", packet_text(before)));
     }
@@ -557,7 +562,7 @@ pub(super) fn node_caption(name: &str, to_name: &str, before: &Packet, after: &P
         })
         .collect();
     let detail = format!(
-        "{name} walks its nat table: {}. The packet leaves for {to_name} as {}; conntrack records the connection.",
+        "{name} {walk}: {}. The packet leaves for {to_name} as {}; conntrack records the connection.",
         parts.join(", then "),
         packet_text(after)
     );

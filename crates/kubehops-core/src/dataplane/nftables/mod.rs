@@ -672,14 +672,19 @@ impl Rule {
 }
 
 impl Element {
-    /// The element's text inside `{ … }`.
-    pub fn render(&self) -> String {
+    /// The key as nft writes it: `10.96.0.50 . tcp . 80`.
+    pub fn key_text(&self) -> String {
         let key: Vec<String> = self.key.iter().map(|k| match k {
             KeyPart::Ip(ip) => ip.to_string(),
             KeyPart::Proto(p) => p.lower().to_string(),
             KeyPart::Port(p) => p.to_string(),
         }).collect();
-        let mut out = key.join(" . ");
+        key.join(" . ")
+    }
+
+    /// The element's text inside `{ … }`.
+    pub fn render(&self) -> String {
+        let mut out = self.key_text();
         if let Some(c) = &self.comment {
             out.push_str(&format!(" comment {}", quote(c)));
         }

@@ -6,7 +6,7 @@
 
 use super::walk::Hit;
 use super::{Action, Purpose, Ruleset, SERVICE_IPS, SERVICE_NODEPORTS, NO_ENDPOINT_SERVICES, TABLE, KeyPart};
-use crate::dataplane::rules::{self, Field, MatchedRule, RuleLine, RuleSummary, RuleTable};
+use crate::dataplane::rules::{self, Field, Lookup, MatchedRule, RuleLine, RuleSummary, RuleTable};
 use crate::net::SockAddr;
 
 impl Purpose {
@@ -80,13 +80,18 @@ impl Ruleset {
         Some(RuleLine { line: self.element_line(set, index)?, table: RuleTable::KubeProxy, chain: set.into(), text: self.element_text(set, index)?, owner: e.owner.clone(), purpose: e.purpose.shown() })
     }
 
-    /// Service `namespace/name`'s lines: its elements in the maps (where
-    /// a packet's look-up lands), then its chains' rules, in the order of
-    /// the transaction within each.
+    /// Service `namespace/name`'s lines in the order a packet meets
+    /// them: its elements in the maps (where a look-up lands), then its
+    /// chains' rules, firewall and external chains before the policy
+    /// chains and those before the endpoints' (the transaction declares
+    /// endpoint chains first). Each keeps its line number.
     pub fn service_lines(&self, namespace: &str, name: &str) -> Vec<RuleLine> {
         let own = |o: &Option<String>| o.as_deref().is_some_and(|o| is_port_of(o, namespace, name));
         let elements = self.sets.iter().flat_map(|s| s.elements.iter().enumerate().filter(|(_, e)| own(&e.owner)).filter_map(|(i, _)| self.element_view(&s.name, i)));
-        let rules = self.chains.iter().flat_map(|c| c.rules.iter().enumerate().filter(|(_, r)| own(&r.owner)).filter_map(|(i, _)| self.rule_view(&c.name, i)));
+        let mut chains: Vec<&super::Chain> = self.chains.iter().filter(|c| c.rules.iter().any(|r| own(&r.owner))).collect();
+        let walk_order = |c: &&super::Chain| ["firewall-", "external-", "service-", "local-", "endpoint-"].iter().position(|p| c.name.starts_with(p)).unwrap_or(5);
+        crate::sort::by_key(&mut chains, walk_order);
+        let rules = chains.into_iter().flat_map(|c| c.rules.iter().enumerate().filter(|(_, r)| own(&r.owner)).filter_map(|(i, _)| self.rule_view(&c.name, i)));
         elements.chain(rules).collect()
     }
 
@@ -144,6 +149,18 @@ impl Ruleset {
             }
         }
         out
+    }
+
+    /// The look-up a hit made in a verdict map, when it found an element
+    /// that sends the packet to a chain.
+    pub fn lookup(&self, hit: &Hit) -> Option<Lookup> {
+        let e = hit.element.as_ref()?;
+        let el = self.set(&e.set)?.elements.get(e.index)?;
+        let chain = match el.verdict.as_ref()? {
+            super::Verdict::Goto(c) | super::Verdict::Jump(c) => c.clone(),
+            _ => return None,
+        };
+        Some(Lookup { map: e.set.clone(), key: el.key_text(), chain })
     }
 
     /// The chains a packet to this Service's port takes before the pick,
