@@ -44,6 +44,10 @@ fn both_modes_send_every_packet_the_same_way() {
                     panic!("{} step {} ({p:?}): the modes part at hop {at}:\n  iptables: {:?}\n  nftables: {:?}", e.id, i + 1, pa.get(at), pb.get(at));
                 }
                 hops += sa.hops.iter().filter(|h| h.kind != HopKind::ControlPlane).count();
+                // The words follow the mode: no iptables chain is named in nftables mode.
+                for text in std::iter::once(&sb.narration).chain(sb.hops.iter().flat_map(|h| [&h.caption, &h.detail])) {
+                    assert!(!text.contains("KUBE-") && !text.contains("iptables"), "{} step {} ({nft:?}): {text}", e.id, i + 1);
+                }
                 // The nftables build shows nftables lines, and only those of kube-proxy's.
                 for v in &sb.views {
                     for n in &v.nodes {

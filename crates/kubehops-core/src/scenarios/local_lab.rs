@@ -18,6 +18,7 @@
 //! Parameters: where the second booking Pod runs, externalTrafficPolicy,
 //! Docker's userland proxy, and seeded random picks.
 
+use super::words::ProxyWords;
 use super::{dice_for, list, Choice, ChoiceStyle, Comparison, Edit, Entry, Evidence, Manifest, ParamSpec, Params, Recorder, Scenario, Step};
 use crate::api::kubectl::ENDPOINTS_DEPRECATED;
 use crate::api::server::{ApiServer, ApiServerConfig};
@@ -331,7 +332,9 @@ fn narrate_node_to_pod(w: &World, st: &Step, lab: Lab) -> String {
     let Some(p) = pick.filter(|_| dropped.is_none()) else {
         return match dropped {
             Some(DropReason::Filtered { .. }) => format!(
-                "The Service opens node port {NODE_PORT} on every node, and {CP} has its KUBE-NODEPORTS rule like any other. But with externalTrafficPolicy: Local a node sends outside traffic only to booking Pods of its own, and {CP} has none, so its filter table drops the packet. Docker's mapping points at the control plane only: with Local, curl localhost:{NODE_PORT} works only if a booking Pod runs there."
+                "The Service opens node port {NODE_PORT} on every node, and {CP} has {} like any other. But with externalTrafficPolicy: Local a node sends outside traffic only to booking Pods of its own, and {CP} has none, so {}. Docker's mapping points at the control plane only: with Local, curl localhost:{NODE_PORT} works only if a booking Pod runs there.",
+                ProxyWords::of(w).node_port_rule(NODE_PORT),
+                ProxyWords::of(w).local_drop()
             ),
             Some(reason) => format!("The connection did not reach a Pod: {}", reason.describe(&w.actors)),
             None => "The connection was answered without kube-proxy's DNAT.".into(),
@@ -349,7 +352,9 @@ fn narrate_node_to_pod(w: &World, st: &Step, lab: Lab) -> String {
     };
     let back = if lab.hairpin { "the laptop's conntrack undoes Docker's DNAT and masquerade" } else { "docker-proxy copies the answer onto curl's own connection" };
     format!(
-        "Service booking is a NodePort: kube-proxy on every node has a KUBE-NODEPORTS rule for {NODE_PORT}. On {node} it jumps to the Service's chain, which picks a Ready booking Pod and DNATs to {target}{}. {cross} {snat} The reply retraces the way: conntrack on {node} undoes kube-proxy's rewrites, then {back}, and curl sees its answer from localhost:{NODE_PORT}.",
+        "Service booking is a NodePort: kube-proxy on every node has {}. On {node} it {} the Service's chain, which picks a Ready booking Pod and DNATs to {target}{}. {cross} {snat} The reply retraces the way: conntrack on {node} undoes kube-proxy's rewrites, then {back}, and curl sees its answer from localhost:{NODE_PORT}.",
+        ProxyWords::of(w).node_port_rule(NODE_PORT),
+        ProxyWords::of(w).hands_to(),
         if others.is_empty() { String::new() } else { format!(" (it could as well have picked {})", list(&others)) }
     )
 }
@@ -481,7 +486,8 @@ fn narrate_metallb(w: &World, lb_ip: Option<Ipv4Addr>, local: bool) -> String {
         None => format!("No node may announce {ip}: with externalTrafficPolicy: Local only a node with a ready booking Pod and a speaker that is not excluded can."),
     };
     format!(
-        "{install} The controller sees booking waiting and assigns {ip}, the first free address of the pool, in status.loadBalancer; EXTERNAL-IP is no longer <pending>. kube-proxy on every node adds a KUBE-SERVICES rule for {ip}:{APP_PORT}, the load-balancer IP. {elect}"
+        "{install} The controller sees booking waiting and assigns {ip}, the first free address of the pool, in status.loadBalancer; EXTERNAL-IP is no longer <pending>. kube-proxy on every node adds {}, the load-balancer IP. {elect}",
+        ProxyWords::of(w).address_rule(SockAddr::new(ip, APP_PORT))
     )
 }
 
@@ -516,7 +522,10 @@ fn narrate_lb_traffic(w: &World, st: &Step, outcome: &Outcome, ip: Ipv4Addr) -> 
     let pod_node = w.api.pods.iter().find(|x| x.ip == p.after.dst.ip).map_or(String::new(), |x| x.node_name.clone());
     let where_ = if pod_node == node { "a Pod on the node itself".to_string() } else { format!("a Pod on {pod_node}, across the Docker network") };
     format!(
-        "The laptop sends the packet, still addressed to {ip}:{APP_PORT}, to the Ethernet address of {node}. {ip} is on none of {node}'s interfaces, but kube-proxy's KUBE-SERVICES rule for the load-balancer IP catches it in PREROUTING and jumps to the same chains as the node port: DNAT to {}, {where_}. {} The reply comes back through {node}, whose conntrack puts {ip}:{APP_PORT} back as the source. No Docker port mapping was involved: MetalLB's address works for anything on the kind network, and the laptop is on it.",
+        "The laptop sends the packet, still addressed to {ip}:{APP_PORT}, to the Ethernet address of {node}. {ip} is on none of {node}'s interfaces, but kube-proxy wrote {}, which catches it in {} and {} the same chains as the node port: DNAT to {}, {where_}. {} The reply comes back through {node}, whose conntrack puts {ip}:{APP_PORT} back as the source. No Docker port mapping was involved: MetalLB's address works for anything on the kind network, and the laptop is on it.",
+        ProxyWords::of(w).address_rule(SockAddr::new(ip, APP_PORT)),
+        ProxyWords::of(w).prerouting(),
+        ProxyWords::of(w).hands_to(),
         p.after.dst,
         if p.rewrites.iter().any(|r| r.kind == RewriteKind::Snat) { "Under externalTrafficPolicy: Cluster the packet is masqueraded too." } else { "Under externalTrafficPolicy: Local it keeps the laptop's address as its source." }
     )

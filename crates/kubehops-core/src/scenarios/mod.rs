@@ -21,6 +21,7 @@ pub mod edited;
 pub mod params;
 pub mod service_types;
 mod text;
+pub mod words;
 pub mod your_cluster;
 
 pub use params::{combinations, Choice, ChoiceStyle, ParamKind, ParamSpec, Params, Value};

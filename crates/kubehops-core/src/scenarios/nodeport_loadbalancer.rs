@@ -5,6 +5,7 @@
 //! a NodePort, the laptop dials Node-2 directly, the Service becomes a
 //! LoadBalancer, and a connection goes through the cloud's balancer.
 
+use super::words::ProxyWords;
 use super::{dice_for, list, Edit, Entry, ParamSpec, Params, Recorder, Scenario};
 use crate::api::server::{ApiServer, ApiServerConfig};
 use crate::api::{Node, ObjectRef, Pod, Service, ServicePort, ServiceSpec, ServiceType};
@@ -141,11 +142,14 @@ fn balancer_ip(w: &World) -> Option<std::net::Ipv4Addr> {
 
 fn narrate_nodeport(w: &World, rec: &mut Recorder, without: &[String]) {
     let Some(st) = rec.steps.last_mut() else { return };
-    let np = w.api.service("default", "web").and_then(|s| s.spec.ports[0].node_port).map_or("?".into(), |p| p.to_string());
+    let port = w.api.service("default", "web").and_then(|s| s.spec.ports[0].node_port);
+    let np = port.map_or("?".into(), |p| p.to_string());
+    let np_rule = port.map_or_else(|| "a rule for it".to_string(), |p| ProxyWords::of(w).node_port_rule(p));
     let updated = st.hops.iter().filter(|h| w.node_index(h.to).is_some()).count();
     st.narration = format!(
-        "Setting type: NodePort on Service web asks the API server for node port {np}. It checks the port is inside {} and free, and holds it for web. kube-proxy on each of the {updated} nodes sees the change and adds a KUBE-NODEPORTS rule for {np}: every node now accepts web's traffic on that port, {} included, although no web Pod runs there.",
+        "Setting type: NodePort on Service web asks the API server for node port {np}. It checks the port is inside {} and free, and holds it for web. kube-proxy on each of the {updated} nodes sees the change and adds {}: every node now accepts web's traffic on that port, {} included, although no web Pod runs there.",
         w.api.config.node_port_range,
+        np_rule,
         list(without),
     );
 }
@@ -165,8 +169,9 @@ fn narrate_dial_node(w: &World, rec: &mut Recorder, node2: std::net::Ipv4Addr) {
         .find(|p| Some(p.ip) == target_ip)
         .and_then(|p| w.actors.node(&p.node_name))
         .map_or("its node".into(), |a| w.actors.short(a).to_string());
+    let chains = ProxyWords::of(w).node_port_path();
     st.narration = format!(
-        "No balancer is needed: a client that can reach the nodes' network (here the laptop, over a VPN) dials {node2}:31000, Node-2's own address. Node-2 runs no web Pod, but its KUBE-NODEPORTS rule jumps to KUBE-EXT, which marks the packet for masquerade (externalTrafficPolicy: Cluster), and on to KUBE-SVC, which picks {target}. {node} DNATs to that Pod, forwards the packet over the cluster network to {pod_node}, and SNATs the source to its own address {snat} so the reply comes back through it. The price: the Pod sees {snat}, not the client; externalTrafficPolicy: Local would keep the client's address but use only Pods on the node that was dialled. On the way back conntrack on {node} undoes both rewrites: the laptop sees an answer from {node2}:31000."
+        "No balancer is needed: a client that can reach the nodes' network (here the laptop, over a VPN) dials {node2}:31000, Node-2's own address. Node-2 runs no web Pod, but {chains}, which picks {target}. {node} DNATs to that Pod, forwards the packet over the cluster network to {pod_node}, and SNATs the source to its own address {snat} so the reply comes back through it. The price: the Pod sees {snat}, not the client; externalTrafficPolicy: Local would keep the client's address but use only Pods on the node that was dialled. On the way back conntrack on {node} undoes both rewrites: the laptop sees an answer from {node2}:31000."
     );
 }
 
@@ -226,7 +231,12 @@ fn balancer_steps(w: &mut World, rec: &mut Recorder, seed: Option<u64>, lb_ip: s
         narration: format!(
             "An outside client dials {lb_ip}:80. Some balancers keep the destination, and deliver the packet to {entry_node} still addressed to {lb_ip}:80 (dashed, what if). {} This balancer does otherwise: it chooses a node, here {entry_node}, and sends the connection to its node port 31000, keeping the client's address as the source. That is the solid path, and the packet is at {entry_node} as the step ends.",
             if vip_caught {
-                format!("The controller left ipMode unset, which kube-proxy reads as VIP, so it is ready for them: its KUBE-SERVICES rule for the load balancer IP {lb_ip}:80 jumps to the same KUBE-EXT chain as the node port, and the rest is the same. The same rule lets Pods in the cluster that dial {lb_ip} reach web without leaving their node.")
+                format!(
+                    "The controller left ipMode unset, which kube-proxy reads as VIP, so it is ready for them: it wrote {} (the load balancer IP), which {} {} of the node port, and the rest is the same. The same rule lets Pods in the cluster that dial {lb_ip} reach web without leaving their node.",
+                    ProxyWords::of(&w).address_rule(SockAddr::new(lb_ip, 80)),
+                    ProxyWords::of(&w).hands_to(),
+                    ProxyWords::of(&w).external_chain()
+                )
             } else {
                 "No rule of kube-proxy matches that address, so such a packet would not reach a Pod.".to_string()
             }
@@ -254,7 +264,9 @@ fn narrate_pick(w: &World, pick: Option<&PacketHop>, outcome: &Outcome, lb_ip: s
             let decided_name = p.decided_on.and_then(|n| w.node_index(n)).map(|i| w.api.nodes[i].name.clone());
             let local = w.api.pods.iter().any(|pod| pod.ip == p.after.dst.ip && Some(&pod.node_name) == decided_name.as_ref());
             format!(
-                "On {node} the KUBE-NODEPORTS rule for 31000 leads to KUBE-SVC, which DNATs to {}{}. The balancer only chose the node: under externalTrafficPolicy: Cluster the rule picks from every ready Pod, so it could just as well have picked {}. The packet is masqueraded too, so the Pod sees it come from {}, not from the client. The reply goes back through {node}, where conntrack restores the node port, and through the balancer, which restores {lb_ip}:80. One public address has reached a private Pod.",
+                "On {node}, {} leads to {}, which DNATs to {}{}. The balancer only chose the node: under externalTrafficPolicy: Cluster the rule picks from every ready Pod, so it could just as well have picked {}. The packet is masqueraded too, so the Pod sees it come from {}, not from the client. The reply goes back through {node}, where conntrack restores the node port, and through the balancer, which restores {lb_ip}:80. One public address has reached a private Pod.",
+                ProxyWords::of(w).node_port_rule(31000),
+                ProxyWords::of(w).service_chain(),
                 p.after.dst,
                 if local { ", the Pod on this very node" } else { "" },
                 if others.is_empty() { "no other Pod".into() } else { list(&others) },

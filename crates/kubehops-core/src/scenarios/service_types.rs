@@ -9,6 +9,7 @@
 //! Then step 2 looks the name up and step 3 sends a request, from Pod web
 //! or from the laptop.
 
+use super::words::ProxyWords;
 use super::{dice_for, list, Action, Edit, Choice, ChoiceStyle, Comparison, Demo, Entry, ParamSpec, Params, Recorder, Scenario, Value};
 use crate::api::server::{ApiServer, ApiServerConfig};
 use crate::api::{Node, ObjectRef, Pod, Service, ServicePort, ServiceSpec, ServiceType, TrafficPolicy};
@@ -545,7 +546,7 @@ fn narrate_apply(w: &World, rec: &mut Recorder, c: &Ctx, not_ready: &[&(&str, &s
         )),
         (Some(Tab::Headless), t) if t.is_api() => parts.push("Coming from Headless: kubectl apply would keep clusterIP: None (an update that leaves clusterIP out keeps the old value), so the Service is deleted and created again to get a virtual address.".into()),
         (Some(Tab::LoadBalancer), t) if t.is_api() => parts.push(format!("Coming from LoadBalancer: with the type changed to {}, the cloud-controller-manager deletes the balancer, and the node port {}.", t.label(), if t == Tab::NodePort { "stays" } else { "is released" })),
-        (Some(Tab::NodePort), Tab::ClusterIp) => parts.push(format!("Coming from NodePort: node port {NODE_PORT} is released and kube-proxy removes its KUBE-NODEPORTS rule on every node.")),
+        (Some(Tab::NodePort), Tab::ClusterIp) => parts.push(format!("Coming from NodePort: node port {NODE_PORT} is released and kube-proxy removes {} on every node.", ProxyWords::of(w).own_node_port_rule())),
         (Some(_), Tab::ExternalName) => parts.push("Coming from another type: the API server releases the cluster IP, and kube-proxy removes every rule of the Service.".into()),
         _ => {}
     }
