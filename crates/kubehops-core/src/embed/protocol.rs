@@ -12,7 +12,7 @@
 //! | message | does |
 //! | --- | --- |
 //! | `{type: "kubehops:get", version: 1, id?}` | answers `kubehops:state` |
-//! | `{type: "kubehops:set", version: 1, id?, scenario?, step?, hop?, playing?}` | opens that state, answers `kubehops:state` or `kubehops:error` |
+//! | `{type: "kubehops:set", version: 1, id?, scenario?, step?, hop?, playing?, mode?}` | opens that state (`mode`: kube-proxy's, `"iptables"` or `"nftables"`), answers `kubehops:state` or `kubehops:error` |
 //! | `{type: "kubehops:next" \| "kubehops:previous", version: 1, id?}` | the next or previous step, answers `kubehops:state` |
 //!
 //! To the host page: `kubehops:ready` (once), `kubehops:change` (whenever
@@ -71,6 +71,8 @@ pub struct Set {
     pub step: Option<usize>,
     pub hop: Option<HopPos>,
     pub playing: Option<bool>,
+    /// kube-proxy's mode, as a link's `mode=` takes it.
+    pub mode: Option<String>,
 }
 
 /// A request's `id`, echoed in the answer.
@@ -104,7 +106,7 @@ pub fn parse(data: &Data) -> Option<Request> {
     }
     let allowed: &[&str] = match kind.as_str() {
         "kubehops:get" | "kubehops:next" | "kubehops:previous" => &["type", "version", "id"],
-        "kubehops:set" => &["type", "version", "id", "scenario", "step", "hop", "playing"],
+        "kubehops:set" => &["type", "version", "id", "scenario", "step", "hop", "playing", "mode"],
         _ => return None,
     };
     // Exactly that shape: no unknown field, none twice.
@@ -144,6 +146,12 @@ pub fn parse(data: &Data) -> Option<Request> {
                 let Data::Bool(b) = p else { return None };
                 set.playing = Some(*b);
             }
+            if let Some(m) = data.get("mode") {
+                match m {
+                    Data::Text(t) if t.len() <= MAX_TEXT => set.mode = Some(t.clone()),
+                    _ => return None,
+                }
+            }
             if set == Set::default() {
                 return None;
             }
@@ -169,6 +177,11 @@ pub fn resolve(set: &Set, current: &Link, steps: impl Fn(&str, &Params) -> usize
             target.step = 0;
             target.hop = None;
         }
+    }
+    if let Some(m) = &set.mode {
+        let spec = crate::scenarios::entry(&target.scenario).and_then(|e| (e.params)().into_iter().find(|s| s.key == crate::scenarios::params::PROXY_MODE));
+        let Some(spec) = spec else { return Err(format!("Scenario {} has no kube-proxy mode to set.", target.scenario)) };
+        target.params.insert(&spec.key, spec.parse(m)?);
     }
     let count = steps(&target.scenario, &target.params);
     if let Some(s) = set.step {
@@ -275,7 +288,7 @@ mod tests {
         assert_eq!(parse(&map(&[("type", t("kubehops:next")), ("version", V), ("id", Data::Num(7.0))])), Some(Request { id: Some(Id::Num(7.0)), command: Command::Next }));
         assert_eq!(parse(&map(&[("type", t("kubehops:previous")), ("version", V), ("id", t("a"))])).unwrap().command, Command::Previous);
         let set = parse(&map(&[("type", t("kubehops:set")), ("version", V), ("scenario", t("service-types")), ("step", Data::Num(2.0)), ("hop", t("end")), ("playing", Data::Bool(false))])).unwrap();
-        assert_eq!(set.command, Command::Set(Set { scenario: Some("service-types".into()), step: Some(2), hop: Some(HopPos::End), playing: Some(false) }));
+        assert_eq!(set.command, Command::Set(Set { scenario: Some("service-types".into()), step: Some(2), hop: Some(HopPos::End), playing: Some(false), mode: None }));
         let hop = parse(&map(&[("type", t("kubehops:set")), ("version", V), ("hop", Data::Num(0.0))])).unwrap();
         assert_eq!(hop.command, Command::Set(Set { hop: Some(HopPos::After(0)), ..Set::default() }));
     }
@@ -303,6 +316,8 @@ mod tests {
             map(&[("type", t("kubehops:set")), ("version", V), ("step", Data::Num(-1.0))]),
             map(&[("type", t("kubehops:set")), ("version", V), ("hop", t("start"))]),
             map(&[("type", t("kubehops:set")), ("version", V), ("playing", Data::Num(1.0))]),
+            map(&[("type", t("kubehops:set")), ("version", V), ("mode", Data::Bool(true))]),
+            map(&[("type", t("kubehops:set")), ("version", V), ("mode", t(&"n".repeat(MAX_TEXT + 1)))]),
             map(&[("type", t("kubehops:set")), ("version", V), ("scenario", t("../../evil"))]),
             map(&[("type", t("kubehops:set")), ("version", V), ("scenario", t("javascript:alert(1)"))]),
             map(&[("type", t("kubehops:height")), ("version", V), ("height", Data::Num(500.0))]),
@@ -319,6 +334,20 @@ mod tests {
 
     fn at(hash: &str) -> Link {
         link::parse(hash).link
+    }
+
+    #[test]
+    fn set_carries_kube_proxy_s_mode() {
+        let here = at("#/service-types/2/end?tab=nodeport&embed=1");
+        let m = parse(&map(&[("type", t("kubehops:set")), ("version", V), ("mode", t("nftables"))])).unwrap();
+        let Command::Set(set) = m.command else { panic!("{m:?}") };
+        let (l, _) = resolve(&set, &here, steps).unwrap();
+        assert_eq!(link::format(&l), "#/service-types/2/end?tab=nodeport&mode=nftables&embed=1");
+        // With another scenario, the mode applies to it.
+        let other = Set { scenario: Some("local-lab".into()), mode: Some("nftables".into()), ..Set::default() };
+        assert!(link::format(&resolve(&other, &here, steps).unwrap().0).starts_with("#/local-lab/1?mode=nftables"));
+        let ipvs = Set { mode: Some("ipvs".into()), ..Set::default() };
+        assert_eq!(resolve(&ipvs, &here, steps).unwrap_err(), "\"ipvs\" is not a value of mode; it takes iptables, nftables. IPVS mode is not shown: it is deprecated since Kubernetes 1.35.");
     }
 
     #[test]

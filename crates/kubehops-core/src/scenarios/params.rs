@@ -144,9 +144,10 @@ impl ParamSpec {
             ParamKind::Choice { options, .. } => match options.iter().find(|c| c.value == text) {
                 Some(c) => Ok(Value::Choice(c.value.clone())),
                 None => Err(format!(
-                    "\"{shown}\" is not a value of {}; it takes {}.",
+                    "\"{shown}\" is not a value of {}; it takes {}.{}",
                     self.key,
-                    options.iter().filter(|c| !c.value.is_empty()).map(|c| c.value.as_str()).collect::<Vec<_>>().join(", ")
+                    options.iter().filter(|c| !c.value.is_empty()).map(|c| c.value.as_str()).collect::<Vec<_>>().join(", "),
+                    self.hint.as_deref().map_or_else(String::new, |h| format!(" {h}"))
                 )),
             },
             ParamKind::Toggle { .. } => match text {
