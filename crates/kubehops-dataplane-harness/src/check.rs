@@ -1,7 +1,8 @@
 //! One decision, replayed and compared.
 //!
-//! The model's side comes from the core: `trace` (the verdict, the
-//! endpoints, masquerade) and the branches of `netfilter::traverse`
+//! The model's side comes from the core, in the node's proxy mode:
+//! `trace` or `trace_nftables` (the verdict, the endpoints, masquerade)
+//! and the branches of `netfilter::traverse` or `nftables::traverse`
 //! ([`crate::oracle`]). The kernel's side comes from real connections
 //! and from the nodes' own tools. For every connection:
 //!
@@ -23,11 +24,15 @@
 //!
 //! - every endpoint the model predicts answers (within a bounded number
 //!   of connections, see [`crate::stats`]);
-//! - each nat rule's packet counter, on every node, equals the number of
-//!   connections whose model walk matched it (nat sees a connection's
-//!   first packet only); each filter rule the model's walks matched has
-//!   counted at least that often, and no filter rule counted that no walk
-//!   of the connection's packets, first or later, could match;
+//! - in iptables mode, each nat rule's packet counter, on every node,
+//!   equals the number of connections whose model walk matched it (nat
+//!   sees a connection's first packet only); each filter rule the model's
+//!   walks matched has counted at least that often, and no filter rule
+//!   counted that no walk of the connection's packets, first or later,
+//!   could match (kube-proxy's nftables rules have no counters);
+//! - in nftables mode, each node's affinity sets hold exactly the clients
+//!   the model's walks recorded (`update @affinity-…`), each to expire
+//!   after the set's timeout;
 //! - each node's conntrack entry for the connection has the model's
 //!   original and reply tuples, state and timeout; a connection refused
 //!   before it left the node has none (one the node sent itself and
@@ -35,17 +40,19 @@
 //!   unreplied).
 
 use crate::decisions::{Decision, Mode};
-use crate::kernel::{self, Counters, KernelEntry};
-use crate::oracle::{self, Branch};
+use crate::kernel::{self, Counters, KernelEntry, NodeState};
+use crate::plan::ProxyMode;
+use crate::oracle::{self, Branch, NodeModel, Refusal};
 use crate::stats;
 use crate::topology::Topology;
 use crate::wire::{self, Answer, Conn, Outcome};
 use kubehops_core::dataplane::conntrack::{ConntrackState, Tuple};
 use kubehops_core::dataplane::iptables::{RuleRef, TableName};
 use kubehops_core::dataplane::netfilter::{traverse, Entry, FixedDraws, NodeContext, Traversal, Verdict};
-use kubehops_core::dataplane::trace::{node_addresses, trace, TraceResult, TraceVerdict};
+use kubehops_core::dataplane::trace::{node_addresses, TraceResult, TraceVerdict};
 use kubehops_core::net::{Packet, Protocol, SockAddr};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::net::Ipv4Addr;
 
 /// What a run checked, and what disagreed.
 #[derive(Default)]
@@ -103,20 +110,21 @@ fn entry_of(d: &Decision) -> Entry {
 
 fn decide(topo: &Topology, d: &Decision, report: &mut Report) -> Result<(), String> {
     let n = topo.plan.node_index(&d.node).ok_or_else(|| format!("no node {}", d.node))?;
-    let pn = &topo.plan.nodes[n];
+    let model = NodeModel::of(&topo.plan.nodes[n]);
     let first = Packet::new(d.proto, SockAddr::new(d.src, 40000), d.dst);
-    let t = trace(&pn.rules, &pn.node, &first, d.from_node());
-    if let Some(want) = d.want.filter(|w| *w != t.verdict) {
+    let t = model.trace(&first, d.from_node());
+    // A golden file holds the iptables mode's verdict; in nftables mode
+    // the model's own walk says what to expect.
+    if let Some(want) = d.want.filter(|w| *w != t.verdict && topo.plan.mode == ProxyMode::Iptables) {
         return Err(format!("the model's trace says {:?}, its golden file {want:?}", t.verdict));
     }
-    let ctx = NodeContext::new(node_addresses(&pn.node));
-    agree_with_trace(&oracle::branches(&pn.rules, entry_of(d), &first, &ctx), &t)?;
+    agree_with_trace(&model.branches(entry_of(d), &first), &t)?;
     topo.reset()?;
     let vip = (d.from_outside() && !topo.is_routed(d.dst.ip)).then_some(d.dst.ip);
     if let Some(v) = vip {
         topo.route_vip(v, Some(n))?;
     }
-    let result = connect_and_compare(topo, d, n, &t, ctx, report);
+    let result = connect_and_compare(topo, d, n, &t, model, report);
     if let Some(v) = vip {
         topo.route_vip(v, None)?;
     }
@@ -128,17 +136,16 @@ fn agree_with_trace(branches: &[Branch], t: &TraceResult) -> Result<(), String> 
     let mut targets: Vec<SockAddr> = branches.iter().filter_map(Branch::target).collect();
     targets.sort();
     targets.dedup();
-    let first_masq = branches.first().is_some_and(|b| b.t.masquerade());
+    let first_masq = branches.first().is_some_and(Branch::masquerade);
     if targets != t.targets || first_masq != t.masquerade {
         return Err(format!("the branches of the walk ({targets:?}, masquerade {first_masq}) disagree with trace ({:?}, {})", t.targets, t.masquerade));
     }
     Ok(())
 }
 
-fn connect_and_compare(topo: &Topology, d: &Decision, n: usize, t: &TraceResult, mut ctx: NodeContext, report: &mut Report) -> Result<(), String> {
-    let pn = &topo.plan.nodes[n];
+fn connect_and_compare(topo: &Topology, d: &Decision, n: usize, t: &TraceResult, mut model: NodeModel, report: &mut Report) -> Result<(), String> {
     let ns = topo.source_ns(d.source, n, d.src)?;
-    let probs = target_probabilities(&oracle::branches(&pn.rules, entry_of(d), &Packet::new(d.proto, SockAddr::new(d.src, 40000), d.dst), &ctx));
+    let probs = target_probabilities(&model.branches(entry_of(d), &Packet::new(d.proto, SockAddr::new(d.src, 40000), d.dst)));
     let dnat = t.verdict == TraceVerdict::Dnat;
     let mut wanted = match d.mode {
         Mode::Split if probs.len() >= 2 => stats::SPLIT_CONNECTIONS,
@@ -147,15 +154,13 @@ fn connect_and_compare(topo: &Topology, d: &Decision, n: usize, t: &TraceResult,
     };
     let (mut tries, mut seen, mut sticky) = (Vec::<Tried>::new(), BTreeSet::<SockAddr>::new(), false);
     while tries.len() < wanted {
-        let tr = connect_once(topo, d, n, ns, t, &ctx).map_err(|e| format!("connection {}: {e}", tries.len() + 1))?;
+        let tr = connect_once(topo, d, n, ns, t, &model).map_err(|e| format!("connection {}: {e}", tries.len() + 1))?;
         report.connections += 1;
-        for list in &tr.branch.t.nat.recent_set {
-            ctx.recent.entry(list.clone()).or_default().insert(tr.pkt.src.ip);
-        }
+        model.remember(&tr.branch, &tr.pkt);
         seen.extend(tr.reached.map(|a| a.server));
         if tries.is_empty() && probs.len() > 1 {
             // Affinity: from now on the model's walk has one way to go.
-            let next = oracle::branches(&pn.rules, entry_of(d), &tr.pkt, &ctx);
+            let next = model.branches(entry_of(d), &tr.pkt);
             if next.iter().filter_map(Branch::target).collect::<BTreeSet<_>>().len() == 1 {
                 sticky = true;
                 wanted = STICKY_CONNECTIONS;
@@ -179,7 +184,7 @@ fn connect_and_compare(topo: &Topology, d: &Decision, n: usize, t: &TraceResult,
         }
     }
     report.lost_replies += tries.iter().filter(|t| t.lost_reply).count();
-    compare_kernel(topo, n, entry_of(d), &tries)?;
+    compare_kernel(topo, n, entry_of(d), &tries, &model)?;
     if wanted == stats::SPLIT_CONNECTIONS && !sticky {
         report.splits.push(check_split(topo, d, &tries, &probs)?);
     }
@@ -187,12 +192,11 @@ fn connect_and_compare(topo: &Topology, d: &Decision, n: usize, t: &TraceResult,
 }
 
 /// One connection of a decision, matched to the model's walk.
-fn connect_once(topo: &Topology, d: &Decision, n: usize, ns: &crate::netns::Netns, t: &TraceResult, ctx: &NodeContext) -> Result<Tried, String> {
-    let pn = &topo.plan.nodes[n];
+fn connect_once(topo: &Topology, d: &Decision, n: usize, ns: &crate::netns::Netns, t: &TraceResult, model: &NodeModel) -> Result<Tried, String> {
     let conn = wire::probe(ns, d.proto, SockAddr::new(d.src, 0), d.dst)?;
     let pkt = Packet::new(d.proto, conn.local, d.dst);
     let at = |e: String| format!("from {}: {e}", pkt.src);
-    let branches = oracle::branches(&pn.rules, entry_of(d), &pkt, ctx);
+    let branches = model.branches(entry_of(d), &pkt);
     if conn.outcome.answer().is_none() && branches.iter().any(|b| b.target().is_some()) {
         let (branch, reached) = lost_reply(topo, d, n, &branches, &conn, &pkt).map_err(at)?;
         return Ok(Tried { conn, pkt, branch, reached: Some(reached), lost_reply: true });
@@ -213,7 +217,7 @@ fn lost_reply(topo: &Topology, d: &Decision, n: usize, branches: &[Branch], conn
     };
     let branch = branches.iter().find(|b| b.target() == Some(k.reply.src)).ok_or_else(|| format!("the kernel sent it to {}, which the model's walk never reaches", k.reply.src))?;
     let remote = topo.node_of_pod(k.reply.src).is_some_and(|m| m != n);
-    if branch.t.masquerade() || !remote || !d.from_outside() {
+    if branch.masquerade() || !remote || !d.from_outside() {
         return Err(format!("the kernel sent it to {} and no answer came back ({}), though the model's path returns through {}", k.reply.src, describe(&conn.outcome), d.node));
     }
     Ok((branch.clone(), Answer { server: k.reply.src, peer: k.reply.dst }))
@@ -252,11 +256,11 @@ fn pick(branches: &[Branch], outcome: &Outcome, t: &TraceResult, pkt: &Packet) -
             }
             let b = single()?;
             // Refused on the node's own way out, a UDP sender hears EPERM.
-            let blocked = *other == Outcome::Blocked && b.t.filter_hook == "OUTPUT" && !matches!(b.t.filter.verdict, Verdict::Accept);
-            let ok = match b.t.refused() {
+            let blocked = *other == Outcome::Blocked && b.refused_on_output();
+            let ok = match b.refused() {
                 _ if blocked => true,
-                Some(Verdict::Drop) => *other == Outcome::TimedOut,
-                Some(_) => *other == Outcome::Refused,
+                Some(Refusal::Drop) => *other == Outcome::TimedOut,
+                Some(Refusal::Reject) => *other == Outcome::Refused,
                 None if t.verdict == TraceVerdict::Accept => false,
                 None => matches!(other, Outcome::Refused | Outcome::TimedOut | Outcome::Unreachable),
             };
@@ -283,7 +287,7 @@ fn describe(o: &Outcome) -> String {
 /// The source the endpoint saw, against masquerade.
 fn check_peer(topo: &Topology, n: usize, b: &Branch, outcome: &Outcome, pkt: &Packet) -> Result<(), String> {
     let Some(a) = outcome.answer() else { return Ok(()) };
-    if b.t.masquerade() {
+    if b.masquerade() {
         let want = topo.plan.masquerade_source(n, a.server.ip);
         if a.peer.ip != want {
             return Err(format!("{} saw the source {}; the model masquerades it to {want}", a.server, a.peer));
@@ -327,10 +331,9 @@ impl Expect {
 
 /// The packets after the first, at the node that decided: later packets
 /// of the connection, replies, and the node's own errors (ICMP, reset).
-fn later_packets(topo: &Topology, n: usize, entry: Entry, tr: &Tried, e: &mut Expect) {
+fn later_packets(topo: &Topology, n: usize, entry: Entry, tr: &Tried, t: &Traversal, e: &mut Expect) {
     let pn = &topo.plan.nodes[n];
     let ctx = NodeContext::new(node_addresses(&pn.node));
-    let t = &tr.branch.t;
     let dnat = matches!(t.nat.verdict, Verdict::Dnat(_));
     let back = Packet { proto: tr.pkt.proto, src: t.routed.dst, dst: tr.pkt.src };
     let mut hooks = vec![(t.filter_hook.as_str(), t.routed)];
@@ -359,11 +362,14 @@ fn crossing(topo: &Topology, n: usize, tr: &Tried) -> Option<(usize, Packet, Tra
     Some((m, pkt, traverse(&pm.rules.filter, &pm.rules.nat, Entry::Arriving, &pkt, &ctx, &mut FixedDraws::new(vec![]))))
 }
 
+/// What every node's iptables counters should show (none in nftables
+/// mode, where the nodes hold no iptables rules).
 fn expectations(topo: &Topology, n: usize, entry: Entry, tries: &[Tried]) -> Vec<Expect> {
     let mut e: Vec<Expect> = topo.plan.nodes.iter().map(|_| Expect::default()).collect();
     for tr in tries {
-        e[n].first_packet(&tr.branch.t);
-        later_packets(topo, n, entry, tr, &mut e[n]);
+        let Some(t) = tr.branch.iptables() else { continue };
+        e[n].first_packet(t);
+        later_packets(topo, n, entry, tr, t, &mut e[n]);
         if let Some((m, pkt, t)) = crossing(topo, n, tr) {
             e[m].first_packet(&t);
             let pm = &topo.plan.nodes[m];
@@ -375,14 +381,16 @@ fn expectations(topo: &Topology, n: usize, entry: Entry, tries: &[Tried]) -> Vec
     e
 }
 
-/// Reads every node's counters and connections and compares them.
-pub fn compare_kernel(topo: &Topology, n: usize, entry: Entry, tries: &[Tried]) -> Result<(), String> {
+/// Reads every node's counters (or affinity sets) and connections and
+/// compares them.
+pub fn compare_kernel(topo: &Topology, n: usize, entry: Entry, tries: &[Tried], model: &NodeModel) -> Result<(), String> {
     let expects = expectations(topo, n, entry, tries);
     let states = topo.read()?;
     let mut problems = Vec::new();
     for (i, e) in expects.iter().enumerate() {
         problems.extend(compare_counters(topo, i, e, &states[i].counters));
     }
+    problems.extend(compare_affinity(topo, n, model, &states));
     let tables: Vec<Vec<KernelEntry>> = states.into_iter().map(|s| s.conntrack).collect();
     for tr in tries {
         problems.extend(compare_conntrack(topo, n, tr, &tables));
@@ -392,6 +400,37 @@ pub fn compare_kernel(topo: &Topology, n: usize, entry: Entry, tries: &[Tried]) 
     } else {
         Err(problems.join("\n    "))
     }
+}
+
+/// Seconds an affinity set's member may have aged between its last
+/// update and `nft list set`.
+const SET_AGE: u64 = 20;
+
+/// In nftables mode: every node's affinity sets hold exactly the clients
+/// the model's walks recorded on the deciding node (none elsewhere), each
+/// expiring within the set's timeout.
+fn compare_affinity(topo: &Topology, n: usize, model: &NodeModel, states: &[NodeState]) -> Vec<String> {
+    let NodeModel::Nftables { ctx, .. } = model else { return Vec::new() };
+    let mut out = Vec::new();
+    for (i, state) in states.iter().enumerate() {
+        let pn = &topo.plan.nodes[i];
+        let Some(rs) = &pn.nft else { continue };
+        for name in kernel::dynamic_sets(rs) {
+            let want: BTreeSet<Ipv4Addr> = if i == n { ctx.dynamic.get(&name).cloned().unwrap_or_default() } else { BTreeSet::new() };
+            let members = state.sets.get(&name).map(Vec::as_slice).unwrap_or_default();
+            let got: BTreeSet<Ipv4Addr> = members.iter().map(|m| m.addr).collect();
+            if got != want {
+                out.push(format!("{}: the kernel's set {name} holds {got:?}, the model's {want:?}", pn.node.name));
+            }
+            let timeout = rs.set(&name).and_then(|s| s.timeout).map_or(0, u64::from);
+            for m in members {
+                if m.expires.is_none_or(|e| e > timeout || e + SET_AGE < timeout) {
+                    out.push(format!("{}: {} in {name} expires in {:?} s, the set's timeout is {timeout} s", pn.node.name, m.addr, m.expires));
+                }
+            }
+        }
+    }
+    out
 }
 
 fn rule_text(topo: &Topology, node: usize, (table, chain, index): &RuleKey) -> String {
@@ -493,12 +532,12 @@ fn compare_conntrack(topo: &Topology, n: usize, tr: &Tried, tables: &[Vec<Kernel
         }
         // Refused on its way in, after POSTROUTING: conntrack confirmed the
         // connection on the way out, so the entry stays, unreplied.
-        None if tr.branch.t.refused().is_some() && tr.branch.t.post.is_some() => {
-            let after = Packet { proto: tr.pkt.proto, src: tr.pkt.src, dst: tr.branch.t.routed.dst };
+        None if tr.branch.refused().is_some() && tr.branch.confirmed() => {
+            let after = Packet { proto: tr.pkt.proto, src: tr.pkt.src, dst: tr.branch.routed().dst };
             out.extend(compare_entry(&name(n), tr.pkt, after, Compare::Unanswered, &tables[n]));
         }
         // Refused before: the connection was never confirmed.
-        None if tr.branch.t.refused().is_some() => {
+        None if tr.branch.refused().is_some() => {
             let original = Tuple { src: tr.pkt.src, dst: tr.pkt.dst };
             if tables[n].iter().any(|k| k.proto == tr.pkt.proto && k.original == original) {
                 out.push(format!("{}: conntrack kept an entry for the refused connection {} → {}", name(n), original.src, original.dst));
@@ -515,7 +554,7 @@ fn check_split(topo: &Topology, d: &Decision, tries: &[Tried], probs: &BTreeMap<
     let x2 = stats::chi_square(&counts, &p);
     let crit = stats::critical(p.len() - 1);
     let shown: Vec<String> = probs.keys().zip(&counts).zip(&p).map(|((t, c), p)| format!("{t} {c} (p={p:.3})")).collect();
-    let line = format!("{} / {} on {} (iptables-{}): {} connections: {}; chi-square {x2:.2} < {crit:.2}", topo.plan.name, d.what, d.node, topo.backend.name(), tries.len(), shown.join(", "));
+    let line = format!("{} / {} on {} ({}): {} connections: {}; chi-square {x2:.2} < {crit:.2}", topo.plan.name, d.what, d.node, topo.label(), tries.len(), shown.join(", "));
     if x2 < crit {
         Ok(line)
     } else {

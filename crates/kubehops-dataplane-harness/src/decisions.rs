@@ -8,8 +8,12 @@
 //! and an outside client. That is each Service port's cluster IP, node
 //! port, load balancer IPs (from inside and outside
 //! `loadBalancerSourceRanges` when it has them), external IPs and health
-//! check node port, on every node. The golden cases add their own traced
-//! packets ([`from_case`]).
+//! check node port, on every node. On the first node, a Pod also tries a
+//! port each cluster IP does not serve, and a Pod and the node an
+//! address of the Service range that no Service holds: no rule decides
+//! those in iptables mode, while the nftables mode's `cluster-ips-check`
+//! rejects the first and drops the second. The golden cases add their own
+//! traced packets ([`from_case`]).
 
 use crate::plan::ClusterSpec;
 use kubehops_core::api::{Service, ServiceType};
@@ -202,9 +206,37 @@ pub fn systematic(spec: &ClusterSpec) -> Vec<Decision> {
                 let what = format!("{}/{}: outside to the health check node port {at}", svc.namespace, svc.name);
                 out.push(Decision { what, node: node.name.clone(), source: Source::Outside, src: OUTSIDE, proto: Protocol::Tcp, dst: at, want: None, mode: Mode::Explore });
             }
+            if let (0, Some(p), Some((proto, at))) = (n, pod, unserved_port(svc)) {
+                let what = format!("{}/{}: a Pod to {at}, a port the cluster IP does not serve", svc.namespace, svc.name);
+                out.push(Decision { what, node: node.name.clone(), source: Source::Pod, src: p, proto, dst: at, want: None, mode: Mode::Explore });
+            }
+        }
+        if n > 0 {
+            continue;
+        }
+        for cidr in &spec.service_cidrs {
+            let Some(free) = free_in(*cidr, 200, &taken) else { continue };
+            let at = SockAddr::new(free, 80);
+            let mut d = |what: &str, source: Source, src: Ipv4Addr| {
+                let what = format!("{what} {at}, in the Service range {cidr} but no Service's");
+                out.push(Decision { what, node: node.name.clone(), source, src, proto: Protocol::Tcp, dst: at, want: None, mode: Mode::Explore });
+            };
+            if let Some(p) = pod {
+                d("a Pod to", Source::Pod, p);
+            }
+            d("the node to", Source::Node, node.internal_ip);
         }
     }
     out
+}
+
+/// A port of the Service's cluster IP that none of its ports uses, with
+/// its first port's protocol.
+fn unserved_port(svc: &Service) -> Option<(Protocol, SockAddr)> {
+    let first = svc.spec.ports.iter().find(|p| p.protocol != Protocol::Sctp)?;
+    let used = |port: u16| svc.spec.ports.iter().any(|p| p.protocol == first.protocol && p.port == port);
+    let port = (1..=u16::MAX).map(|i| first.port.wrapping_add(i)).find(|p| *p != 0 && !used(*p))?;
+    Some((first.protocol, SockAddr::new(svc.spec.cluster_ip?, port)))
 }
 
 /// A golden case's traced packet, as a decision on its node.
@@ -238,6 +270,19 @@ mod tests {
         assert!(srcs.contains(&ip(203, 0, 113, 9)) && srcs.contains(&ip(198, 51, 100, 1)), "{srcs:?}");
         let ranges: Vec<Cidr> = vec!["203.0.113.0/25".parse().unwrap(), "192.168.0.0/24".parse().unwrap()];
         assert!(srcs.iter().any(|s| !ranges.iter().any(|r| r.contains(*s))), "one source outside every range");
+    }
+
+    #[test]
+    fn the_first_node_tries_an_unserved_port_and_an_unallocated_service_address() {
+        let c = golden("kube-proxy/load-balancer");
+        let unserved: Vec<&Decision> = c.decisions.iter().filter(|d| d.what.contains("does not serve")).collect();
+        assert_eq!(unserved.len(), c.spec.services.len(), "one per Service");
+        assert!(unserved.iter().all(|d| d.source == Source::Pod && d.dst.port == 81));
+        let range: Vec<(Source, SockAddr)> = c.decisions.iter().filter(|d| d.what.contains("in the Service range")).map(|d| (d.source, d.dst)).collect();
+        let free = SockAddr::new(ip(172, 30, 0, 200), 80);
+        assert_eq!(range, [(Source::Pod, free), (Source::Node, free)]);
+        let svc = &c.spec.services[0];
+        assert_eq!(unserved_port(svc), Some((Protocol::Tcp, SockAddr::new(ip(172, 30, 0, 41), 81))));
     }
 
     #[test]

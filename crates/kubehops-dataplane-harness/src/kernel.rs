@@ -10,13 +10,22 @@
 //! `iptables-restore --noflush`. Afterwards the kernel's `iptables-save`
 //! must print exactly [`NodeRules::save_kernel`], so every later
 //! comparison runs on the model's rules and nothing else.
+//!
+//! In nftables mode a node gets kube-proxy's `ip kube-proxy` table
+//! instead, from `Ruleset::transaction` with `nft -f`, and `nft list
+//! ruleset` must then print exactly `Ruleset::list` (no other table, no
+//! iptables rule). Between decisions its affinity sets are flushed with
+//! the connection table, and after one their members are read back
+//! (`nft list set`).
 
 use crate::netns::Netns;
 use kubehops_core::dataplane::conntrack::Tuple;
 use kubehops_core::dataplane::iptables::TableName;
 use kubehops_core::dataplane::kubeproxy::{restore_payload, NodeFeatures, NodeRules, SyncMode, CANARY_CHAIN, CT_STATE_INVALID_COUNTER, LOCALHOST_NODE_PORT_COUNTER};
+use kubehops_core::dataplane::nftables::{Ruleset, SetFlag, TABLE};
 use kubehops_core::net::{Protocol, SockAddr};
 use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
 
 /// Which iptables a node uses: Debian ships both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -175,10 +184,136 @@ pub type Counters = std::collections::HashMap<(TableName, String), Vec<u64>>;
 
 /// What a node's kernel shows after a decision: every rule's packet count
 /// (`iptables-save -c`) and its connection table (`conntrack -L`), read
-/// in one go.
+/// in one go; in nftables mode, the connection table and the members of
+/// kube-proxy's affinity sets instead (its rules have no counters).
 pub struct NodeState {
     pub counters: Counters,
     pub conntrack: Vec<KernelEntry>,
+    /// Each dynamic set's members, by set name (nftables mode).
+    pub sets: BTreeMap<String, Vec<SetMember>>,
+}
+
+/// One member of a dynamic set, as `nft list set` shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SetMember {
+    pub addr: Ipv4Addr,
+    /// Whole seconds before it expires (`expires 2h59m59s996ms`: 10799).
+    pub expires: Option<u64>,
+}
+
+/// The sets kube-proxy's nftables rules fill as packets pass (ClientIP
+/// affinity's `affinity-…` sets).
+pub fn dynamic_sets(rs: &Ruleset) -> Vec<String> {
+    rs.sets.iter().filter(|s| s.flags.contains(&SetFlag::Dynamic)).map(|s| s.name.clone()).collect()
+}
+
+/// Loads kube-proxy's `ip kube-proxy` table into `ns` with `nft -f`, as
+/// its first sync on a fresh node does, and checks that the kernel's
+/// whole nftables ruleset is then exactly the model's listing.
+pub fn load_nft(ns: &Netns, rs: &Ruleset) -> Result<(), String> {
+    let text: String = rs.transaction().iter().map(|l| format!("{l}\n")).collect();
+    ns.exec("nft", &["-f", "-"], Some(&text))?;
+    let held = ns.exec("nft", &["list", "ruleset"], None)?;
+    // A listed element block wraps over lines within one entry.
+    let listing = rs.list().join("\n");
+    let want: Vec<&str> = listing.lines().collect();
+    let got: Vec<&str> = held.lines().collect();
+    if got != want {
+        let at = want.iter().zip(&got).position(|(a, b)| a != b).unwrap_or(want.len().min(got.len()));
+        return Err(format!(
+            "after nft -f, the kernel's ruleset is not the model's listing (line {}):\n  model:  {:?}\n  kernel: {:?}",
+            at + 1,
+            want.get(at),
+            got.get(at)
+        ));
+    }
+    Ok(())
+}
+
+/// `nft list set` of each set, one shell.
+fn list_sets_script(sets: &[String]) -> String {
+    sets.iter().map(|s| format!("nft list set ip {TABLE} '{s}'")).collect::<Vec<_>>().join(" && ")
+}
+
+/// Empties the connection table and kube-proxy's affinity sets, so the
+/// next decision starts from a node that has seen nothing.
+pub fn reset_nft(ns: &Netns, sets: &[String]) -> Result<(), String> {
+    let flush: String = sets.iter().map(|s| format!("flush set ip {TABLE} {s}\n")).collect();
+    let script = if flush.is_empty() { "conntrack -F >/dev/null 2>&1; true" } else { "conntrack -F >/dev/null 2>&1; nft -f -" };
+    ns.exec("sh", &["-c", script], Some(&flush)).map(|_| ())
+}
+
+/// The connection table and the members of `sets`, in one go.
+pub fn read_nft(ns: &Netns, sets: &[String]) -> Result<NodeState, String> {
+    let mut script = "conntrack -L 2>/dev/null".to_string();
+    if !sets.is_empty() {
+        script += &format!("; echo '{STATE_MARK}' && {}", list_sets_script(sets));
+    }
+    let out = ns.exec("sh", &["-c", &script], None)?;
+    let (table, listed) = out.split_once(STATE_MARK).unwrap_or((&out, ""));
+    Ok(NodeState { counters: Counters::new(), conntrack: table.lines().filter_map(parse_entry).collect(), sets: parse_sets(listed)? })
+}
+
+/// Every set of an `nft list set` (or `list table`) output, with its
+/// members: `set NAME {` … `elements = { 10.0.0.5 expires 2h59m59s996ms,
+/// … }` (elements may wrap over lines). A set without elements has none.
+pub fn parse_sets(text: &str) -> Result<BTreeMap<String, Vec<SetMember>>, String> {
+    let mut out: BTreeMap<String, Vec<SetMember>> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    let mut elements: Option<String> = None;
+    for line in text.lines().map(str::trim) {
+        if let Some(e) = elements.as_mut() {
+            e.push(' ');
+            e.push_str(line);
+        } else if let Some(name) = line.strip_prefix("set ").and_then(|l| l.strip_suffix(" {")) {
+            current = Some(name.to_string());
+            out.entry(name.to_string()).or_default();
+            continue;
+        } else if let Some(rest) = line.strip_prefix("elements = {") {
+            elements = Some(rest.to_string());
+        }
+        let Some(e) = elements.as_ref().filter(|e| e.contains('}')) else { continue };
+        let Some(set) = current.clone() else { return Err(format!("elements outside a set: {line:?}")) };
+        let items = e.split('}').next().unwrap_or_default();
+        for item in items.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let words: Vec<&str> = item.split_whitespace().collect();
+            let addr = words[0].parse().map_err(|_| format!("{set}: not an address: {item:?}"))?;
+            let expires = match words.iter().position(|w| *w == "expires") {
+                Some(i) => Some(words.get(i + 1).and_then(|d| duration_secs(d)).ok_or_else(|| format!("{set}: bad expiry in {item:?}"))?),
+                None => None,
+            };
+            out.entry(set.clone()).or_default().push(SetMember { addr, expires });
+        }
+        elements = None;
+    }
+    Ok(out)
+}
+
+/// nft's durations (`3h`, `2h59m59s996ms`, `1d`), in whole seconds.
+fn duration_secs(text: &str) -> Option<u64> {
+    let (mut total_ms, mut num, mut rest) = (0u64, String::new(), text);
+    while let Some(c) = rest.chars().next() {
+        if c.is_ascii_digit() {
+            num.push(c);
+            rest = &rest[1..];
+            continue;
+        }
+        let (unit_ms, len) = if rest.starts_with("ms") {
+            (1, 2)
+        } else {
+            match c {
+                'd' => (86_400_000, 1),
+                'h' => (3_600_000, 1),
+                'm' => (60_000, 1),
+                's' => (1_000, 1),
+                _ => return None,
+            }
+        };
+        total_ms += num.parse::<u64>().ok()? * unit_ms;
+        num.clear();
+        rest = &rest[len..];
+    }
+    num.is_empty().then_some(total_ms / 1000)
 }
 
 const STATE_MARK: &str = "@@@ conntrack";
@@ -187,7 +322,7 @@ pub fn read(ns: &Netns, backend: Backend) -> Result<NodeState, String> {
     let script = format!("{} -c && echo '{STATE_MARK}' && conntrack -L 2>/dev/null", backend.tool("-save"));
     let out = ns.exec("sh", &["-c", &script], None)?;
     let (save, table) = out.split_once(STATE_MARK).ok_or_else(|| format!("{}: no conntrack table in {out:?}", ns.name()))?;
-    Ok(NodeState { counters: parse_counters(save)?, conntrack: table.lines().filter_map(parse_entry).collect() })
+    Ok(NodeState { counters: parse_counters(save)?, conntrack: table.lines().filter_map(parse_entry).collect(), sets: BTreeMap::new() })
 }
 
 fn table_name(name: &str) -> Option<TableName> {
@@ -288,6 +423,19 @@ mod tests {
         assert_eq!(udp.reply.src, SockAddr::new(ip(10, 180, 0, 1), 53));
         assert_eq!(parse_entry("icmp     1 29 src=10.0.0.5 dst=10.0.0.6 type=8 code=0 id=1 src=10.0.0.6 dst=10.0.0.5 type=0 code=0 id=1 mark=0 use=1"), None);
         assert_eq!(parse_entry("conntrack v1.4.7 (conntrack-tools): 2 flow entries have been shown."), None);
+    }
+
+    #[test]
+    fn reads_set_members_and_their_expiry() {
+        let text = "table ip kube-proxy {\n\tset affinity-A {\n\t\ttype ipv4_addr\n\t\tsize 65535\n\t\tflags dynamic,timeout\n\t\ttimeout 3h\n\t\telements = { 10.0.0.5 expires 2h59m59s996ms, 10.0.0.6 expires 1d1s,\n\t\t\t     10.0.0.7 }\n\t}\n}\ntable ip kube-proxy {\n\tset affinity-B {\n\t\ttype ipv4_addr\n\t\tflags dynamic,timeout\n\t\ttimeout 3h\n\t}\n}\n";
+        let sets = parse_sets(text).unwrap();
+        let a = &sets["affinity-A"];
+        assert_eq!(a.iter().map(|m| (m.addr, m.expires)).collect::<Vec<_>>(), [(ip(10, 0, 0, 5), Some(10799)), (ip(10, 0, 0, 6), Some(86401)), (ip(10, 0, 0, 7), None)]);
+        assert!(sets["affinity-B"].is_empty(), "a set without elements is listed empty");
+        assert_eq!(duration_secs("3h"), Some(10800));
+        assert_eq!(duration_secs("59s999ms"), Some(59));
+        assert_eq!(duration_secs("2x"), None);
+        assert!(parse_sets("elements = { 10.0.0.5 }").is_err());
     }
 
     #[test]

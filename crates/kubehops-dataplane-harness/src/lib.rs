@@ -4,8 +4,10 @@
 //! A cluster (the objects the CLI reads, a golden case, or a scenario's
 //! world) becomes network namespaces ([`topology`]): one per node,
 //! holding exactly the rules the model wrote for it, loaded as kube-proxy
-//! loads them ([`kernel`]); one per Pod, with servers that say what they
-//! saw ([`wire`]); a client namespace outside; and a router between them.
+//! loads them ([`kernel`]) in the mode it runs in (iptables, or for the
+//! golden and fixture clusters nftables as well: [`plan::ProxyMode`]);
+//! one per Pod, with servers that say what they saw ([`wire`]); a client
+//! namespace outside; and a router between them.
 //! Each packet decision the model makes ([`decisions`], [`scenario`]) is
 //! then tried with real connections and compared with the model
 //! ([`check`], [`oracle`], [`stats`]).
@@ -31,21 +33,37 @@ pub mod wire;
 
 use check::Report;
 use kernel::Backend;
-use plan::Plan;
+use plan::{Plan, ProxyMode};
 use topology::Topology;
 
+/// The tools a run needs: always `ip` and friends; nfacct and the
+/// backends' iptables for kube-proxy's iptables mode; `nft` for its
+/// nftables mode.
+pub fn tools(backends: &[Backend], modes: &[ProxyMode]) -> Vec<String> {
+    let mut tools: Vec<String> = ["ip", "unshare", "conntrack", "sysctl", "sh"].map(String::from).to_vec();
+    if modes.contains(&ProxyMode::Iptables) {
+        tools.push("nfacct".into());
+        for b in backends {
+            tools.extend(b.tools());
+        }
+    }
+    if modes.contains(&ProxyMode::Nftables) {
+        tools.push("nft".into());
+    }
+    tools
+}
+
 /// Why the harness cannot run on this machine, if it cannot.
-pub fn cannot_run(backends: &[Backend]) -> Option<String> {
+pub fn cannot_run(backends: &[Backend], modes: &[ProxyMode]) -> Option<String> {
     if !sys::is_root() {
-        return Some("not root (network namespaces and iptables need root)".into());
+        return Some("not root (network namespaces, iptables and nftables need root)".into());
     }
-    let mut tools: Vec<String> = ["ip", "unshare", "nfacct", "conntrack", "sysctl", "sh"].map(String::from).to_vec();
-    for b in backends {
-        tools.extend(b.tools());
-    }
-    let missing: Vec<String> = tools.into_iter().filter(|t| sys::find_tool(t).is_none()).collect();
+    let missing: Vec<String> = tools(backends, modes).into_iter().filter(|t| sys::find_tool(t).is_none()).collect();
     if !missing.is_empty() {
-        return Some(format!("{} not found (Debian packages iproute2, util-linux, iptables, nfacct and conntrack; scripts/setup installs them)", missing.join(", ")));
+        return Some(format!(
+            "{} not found (Debian packages iproute2, util-linux, iptables, nfacct, conntrack and nftables; scripts/setup installs them)",
+            missing.join(", ")
+        ));
     }
     match netns::Netns::create("probe") {
         Ok(_) => None,
@@ -55,8 +73,9 @@ pub fn cannot_run(backends: &[Backend]) -> Option<String> {
 
 /// What the root namespace holds that the harness must leave alone:
 /// links, addresses (without their lifetimes, which tick), routes of
-/// every table, policy rules, and both iptables backends' rules (without
-/// counters, which count the host's own traffic).
+/// every table, policy rules, both iptables backends' rules (without
+/// counters, which count the host's own traffic), and the names of its
+/// nftables tables (where `nft` is installed).
 pub fn root_state() -> Result<String, String> {
     let mut out = String::new();
     let lifetimes = |s: String| s.lines().map(|l| l.split("valid_lft").next().unwrap_or(l).trim_end().to_string()).collect::<Vec<_>>().join("\n");
@@ -76,6 +95,9 @@ pub fn root_state() -> Result<String, String> {
             out.push('\n');
         }
     }
+    if sys::find_tool("nft").is_some() {
+        out += &sys::run("nft", &["list", "tables"], None).unwrap_or_else(|e| format!("unreadable: {e}"));
+    }
     Ok(out)
 }
 
@@ -89,7 +111,7 @@ pub fn state_diff(before: &str, after: &str) -> Vec<String> {
 /// Builds `plan` and replays `decisions` on it; a cluster that cannot be
 /// built is one failure.
 pub fn replay(plan: Plan, backend: Backend, decisions: &[decisions::Decision], report: &mut Report) {
-    let name = plan.name.clone();
+    let (name, mode) = (plan.name.clone(), plan.mode);
     match Topology::build(plan, backend) {
         Ok(topo) => {
             for d in decisions {
@@ -100,14 +122,80 @@ pub fn replay(plan: Plan, backend: Backend, decisions: &[decisions::Decision], r
             // None of its decisions could be checked: each counts as failed.
             report.decisions += decisions.len();
             report.failed += decisions.len();
-            report.failures.push(format!("{name}: cannot build the cluster with iptables-{}: {e}", backend.name()));
+            let with = match mode {
+                ProxyMode::Iptables => format!("iptables-{}", backend.name()),
+                ProxyMode::Nftables => "kube-proxy's nftables mode".into(),
+            };
+            report.failures.push(format!("{name}: cannot build the cluster with {with}: {e}"));
         }
     }
+}
+
+/// The decisions on which the model's two modes part, each with how:
+/// `(what, "iptables NONE, nftables REJECT")`. The packet is the
+/// decision's first, on a node that has seen nothing.
+pub fn mode_differences(spec: &plan::ClusterSpec, decisions: &[decisions::Decision]) -> Result<Vec<(String, String)>, String> {
+    use kubehops_core::dataplane::trace::{TraceResult, TraceVerdict};
+    let plans = [Plan::new(spec, decisions, ProxyMode::Iptables)?, Plan::new(spec, decisions, ProxyMode::Nftables)?];
+    let verdict = |t: &TraceResult| match t.verdict {
+        TraceVerdict::Dnat => "DNAT",
+        TraceVerdict::Reject => "REJECT",
+        TraceVerdict::Drop => "DROP",
+        TraceVerdict::Accept => "ACCEPT",
+        TraceVerdict::None => "no rule",
+    };
+    let mut out = Vec::new();
+    for d in decisions {
+        let pkt = kubehops_core::net::Packet::new(d.proto, kubehops_core::net::SockAddr::new(d.src, 40000), d.dst);
+        let [ipt, nft] = plans.each_ref().map(|p| p.node_index(&d.node).map(|n| oracle::NodeModel::of(&p.nodes[n]).trace(&pkt, d.from_node())));
+        let (Some(ipt), Some(nft)) = (ipt, nft) else { return Err(format!("{}: no node {}", d.what, d.node)) };
+        let kind = if ipt.verdict != nft.verdict {
+            format!("iptables {}, nftables {}", verdict(&ipt), verdict(&nft))
+        } else if ipt.targets != nft.targets {
+            format!("{} to other endpoints", verdict(&ipt))
+        } else if ipt.masquerade != nft.masquerade {
+            format!("{}, masquerade in iptables mode {}, in nftables mode {}", verdict(&ipt), ipt.masquerade, nft.masquerade)
+        } else {
+            continue;
+        };
+        out.push((format!("{} on {}", d.what, d.node), kind));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_mode_needs_its_tools() {
+        let ipt = tools(&Backend::ALL, &[ProxyMode::Iptables]);
+        assert!(ipt.iter().any(|t| t == "iptables-legacy-restore") && ipt.iter().any(|t| t == "nfacct") && !ipt.iter().any(|t| t == "nft"));
+        let nft = tools(&Backend::ALL, &[ProxyMode::Nftables]);
+        assert!(nft.iter().any(|t| t == "nft") && !nft.iter().any(|t| t.starts_with("iptables")));
+        assert!(nft.iter().any(|t| t == "conntrack"));
+    }
+
+    #[test]
+    fn the_modes_part_where_upstreams_proxiers_do() {
+        let all = sources::golden_cases();
+        let case = |name: &str| all.iter().find(|c| c.spec.name.ends_with(name)).expect("case exists");
+        let kinds = |name: &str| -> Vec<(String, String)> {
+            let c = case(name);
+            mode_differences(&c.spec, &c.decisions).unwrap()
+        };
+        let cluster_ip = kinds("kube-proxy/cluster-ip");
+        assert!(cluster_ip.contains(&("golden: wrong port on test-node".into(), "iptables no rule, nftables REJECT".into())), "{cluster_ip:#?}");
+        assert!(cluster_ip.iter().any(|(what, kind)| what.contains("172.30.0.200:80") && kind == "iptables no rule, nftables DROP"), "{cluster_ip:#?}");
+        let node_port = kinds("kube-proxy/node-port");
+        assert!(node_port.contains(&("golden: the node to localhost:3001 on test-node".into(), "iptables DNAT, nftables no rule".into())), "{node_port:#?}");
+        let local = kinds("kube-proxy/external-traffic-policy-local");
+        assert!(local.contains(&("golden: health check node port is accepted on test-node".into(), "iptables ACCEPT, nftables no rule".into())), "{local:#?}");
+        // Everything else is decided alike: endpoints, masquerade, refusals.
+        let kinds_seen: std::collections::BTreeSet<String> = all.iter().flat_map(|c| mode_differences(&c.spec, &c.decisions).unwrap()).map(|(_, k)| k).collect();
+        let expected = ["iptables ACCEPT, nftables no rule", "iptables DNAT, nftables no rule", "iptables REJECT, nftables no rule", "iptables no rule, nftables DROP", "iptables no rule, nftables REJECT"];
+        assert_eq!(kinds_seen, expected.iter().map(|k| k.to_string()).collect());
+    }
 
     #[test]
     fn a_changed_root_state_is_shown_line_by_line() {

@@ -1,31 +1,41 @@
 //! `kubehops-dataplane-harness`: replays every packet decision of the
 //! model through a real kernel and says how many agreed.
 //!
-//!     kubehops-dataplane-harness [--backend nft|legacy|both] [--only TEXT] [--list]
+//!     kubehops-dataplane-harness [--backend nft|legacy|both]
+//!         [--proxy-mode iptables|nftables|both] [--only TEXT] [--list]
 //!
-//! Without root, `ip`, iptables, nfacct or conntrack it prints
+//! kube-proxy's iptables mode runs every cluster and scenario once per
+//! iptables backend; its nftables mode runs the golden and fixture
+//! clusters once (the backend does not matter there: the nodes hold no
+//! iptables rules), not the scenarios, which the simulator runs in
+//! iptables mode only.
+//!
+//! Without root, `ip`, iptables, nfacct, conntrack or nft it prints
 //! "skipped: …" and exits 0, which counts as nothing passed;
 //! `KUBEHOPS_REQUIRE_KERNEL_TEST=1` (set by CI) makes that a failure.
 
 use kubehops_dataplane_harness::check::Report;
 use kubehops_dataplane_harness::kernel::Backend;
-use kubehops_dataplane_harness::plan::Plan;
-use kubehops_dataplane_harness::{cannot_run, netns, replay, root_state, scenario, sources, state_diff};
+use kubehops_dataplane_harness::plan::{Plan, ProxyMode};
+use kubehops_dataplane_harness::{cannot_run, mode_differences, netns, replay, root_state, scenario, sources, state_diff};
 use std::collections::{BTreeMap, HashSet};
 use std::process::ExitCode;
 use std::time::Instant;
 
 const NAME: &str = "dataplane-harness";
-const USAGE: &str = "usage: kubehops-dataplane-harness [--backend nft|legacy|both] [--only TEXT] [--list]";
+const USAGE: &str = "usage: kubehops-dataplane-harness [--backend nft|legacy|both] [--proxy-mode iptables|nftables|both] [--only TEXT] [--list]";
 
 struct Options {
     backends: Vec<Backend>,
+    modes: Vec<ProxyMode>,
     only: Option<String>,
     list: bool,
 }
 
+const BOTH_MODES: [ProxyMode; 2] = [ProxyMode::Iptables, ProxyMode::Nftables];
+
 fn options() -> Result<Options, String> {
-    let mut o = Options { backends: Backend::ALL.to_vec(), only: None, list: false };
+    let mut o = Options { backends: Backend::ALL.to_vec(), modes: BOTH_MODES.to_vec(), only: None, list: false };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -35,6 +45,14 @@ fn options() -> Result<Options, String> {
                     Some("legacy") => vec![Backend::Legacy],
                     Some("both") => Backend::ALL.to_vec(),
                     other => return Err(format!("--backend takes nft, legacy or both, not {other:?}")),
+                }
+            }
+            "--proxy-mode" => {
+                o.modes = match args.next().as_deref() {
+                    Some("iptables") => vec![ProxyMode::Iptables],
+                    Some("nftables") => vec![ProxyMode::Nftables],
+                    Some("both") => BOTH_MODES.to_vec(),
+                    other => return Err(format!("--proxy-mode takes iptables, nftables or both, not {other:?}")),
                 }
             }
             "--only" => o.only = Some(args.next().ok_or("--only takes a text to look for in cluster names")?),
@@ -73,17 +91,21 @@ fn run(o: &Options) -> Result<ExitCode, String> {
     let (scenarios, coverage) = scenario::connections()?;
     let wanted = |name: &str| o.only.as_deref().is_none_or(|t| name.contains(t));
     clusters.retain(|c| wanted(&c.spec.name));
-    let scenarios: Vec<_> = scenarios.into_iter().filter(|s| wanted(&s.dataplane.name)).collect();
+    let iptables = o.modes.contains(&ProxyMode::Iptables);
+    let nftables = o.modes.contains(&ProxyMode::Nftables);
+    // The simulator runs kube-proxy's iptables mode only.
+    let scenarios: Vec<_> = scenarios.into_iter().filter(|s| iptables && wanted(&s.dataplane.name)).collect();
     if o.list {
+        let modes: Vec<&str> = o.modes.iter().map(|m| m.as_str()).collect();
         for c in &clusters {
-            println!("{}: {} decisions", c.spec.name, c.decisions.len());
+            println!("{}: {} decisions (kube-proxy {})", c.spec.name, c.decisions.len(), modes.join(" and "));
         }
         for s in &scenarios {
-            println!("{}: {} connections", s.dataplane.name, s.connections.len());
+            println!("{}: {} connections (kube-proxy iptables)", s.dataplane.name, s.connections.len());
         }
         return Ok(ExitCode::SUCCESS);
     }
-    if let Some(reason) = cannot_run(&o.backends) {
+    if let Some(reason) = cannot_run(&o.backends, &o.modes) {
         println!("{NAME}: skipped: {reason}");
         if std::env::var_os("KUBEHOPS_REQUIRE_KERNEL_TEST").is_some_and(|v| v == "1") {
             println!("{NAME}: FAILED: KUBEHOPS_REQUIRE_KERNEL_TEST=1 asks for the real-kernel harness");
@@ -98,13 +120,12 @@ fn run(o: &Options) -> Result<ExitCode, String> {
     let mut report = Report::default();
     // Per scenario: decisions, connections, failed, seconds.
     let mut per_scenario: BTreeMap<String, (usize, usize, usize, f64)> = BTreeMap::new();
-    for &backend in &o.backends {
-        let t = Instant::now();
-        let (d0, c0) = (report.decisions, report.connections);
-        let mut seen = HashSet::new();
+    // Decisions per mode.
+    let mut per_mode: BTreeMap<&str, usize> = BTreeMap::new();
+    let replay_clusters = |mode: ProxyMode, backend: Backend, report: &mut Report| {
         for c in &clusters {
-            match Plan::new(&c.spec, &c.decisions) {
-                Ok(plan) => replay(plan, backend, &c.decisions, &mut report),
+            match Plan::new(&c.spec, &c.decisions, mode) {
+                Ok(plan) => replay(plan, backend, &c.decisions, report),
                 Err(e) => {
                     report.decisions += c.decisions.len();
                     report.failed += c.decisions.len();
@@ -112,19 +133,57 @@ fn run(o: &Options) -> Result<ExitCode, String> {
                 }
             }
         }
-        for s in &scenarios {
-            let (d, c, f, t) = (report.decisions, report.connections, report.failed, Instant::now());
-            scenario::replay(s, backend, &mut report, &mut seen);
-            let e = per_scenario.entry(s.scenario.clone()).or_default();
-            *e = (e.0 + report.decisions - d, e.1 + report.connections - c, e.2 + report.failed - f, e.3 + t.elapsed().as_secs_f64());
+    };
+    if iptables {
+        let (t_mode, md0, mc0) = (Instant::now(), report.decisions, report.connections);
+        for &backend in &o.backends {
+            let t = Instant::now();
+            let (d0, c0) = (report.decisions, report.connections);
+            let mut seen = HashSet::new();
+            replay_clusters(ProxyMode::Iptables, backend, &mut report);
+            for s in &scenarios {
+                let (d, c, f, t) = (report.decisions, report.connections, report.failed, Instant::now());
+                scenario::replay(s, backend, &mut report, &mut seen);
+                let e = per_scenario.entry(s.scenario.clone()).or_default();
+                *e = (e.0 + report.decisions - d, e.1 + report.connections - c, e.2 + report.failed - f, e.3 + t.elapsed().as_secs_f64());
+            }
+            println!(
+                "{NAME}: iptables-{}: {} decisions, {} connections, {:.1} s",
+                backend.name(),
+                report.decisions - d0,
+                report.connections - c0,
+                t.elapsed().as_secs_f64()
+            );
         }
+        let (d, c) = (report.decisions - md0, report.connections - mc0);
+        per_mode.insert("iptables", d);
         println!(
-            "{NAME}: iptables-{}: {} decisions, {} connections, {:.1} s",
-            backend.name(),
-            report.decisions - d0,
-            report.connections - c0,
-            t.elapsed().as_secs_f64()
+            "{NAME}: kube-proxy iptables: {d} decisions, {c} connections, {:.1} s (clusters and scenarios, with iptables-{})",
+            t_mode.elapsed().as_secs_f64(),
+            o.backends.iter().map(|b| b.name()).collect::<Vec<_>>().join(" and iptables-")
         );
+    }
+    if nftables {
+        let (t, d0, c0) = (Instant::now(), report.decisions, report.connections);
+        // The nodes hold no iptables rules in this mode, so one run does;
+        // the backend would load a host's own tables, which clusters lack.
+        replay_clusters(ProxyMode::Nftables, o.backends[0], &mut report);
+        let (d, c) = (report.decisions - d0, report.connections - c0);
+        per_mode.insert("nftables", d);
+        println!("{NAME}: kube-proxy nftables: {d} decisions, {c} connections, {:.1} s (the golden and fixture clusters, ip kube-proxy loaded with nft -f)", t.elapsed().as_secs_f64());
+        // Where the two modes' walks part on purpose, as upstream's proxiers do.
+        let mut differ: BTreeMap<String, (usize, String)> = BTreeMap::new();
+        for c in &clusters {
+            for (what, kind) in mode_differences(&c.spec, &c.decisions)? {
+                let e = differ.entry(kind).or_insert((0, format!("{}: {what}", c.spec.name)));
+                e.0 += 1;
+            }
+        }
+        let total: usize = differ.values().map(|(n, _)| n).sum();
+        println!("{NAME}: kube-proxy nftables: the model's two modes part on {total} of these {d} decisions, as upstream's proxiers do (the kernel is held to the nftables walk):");
+        for (kind, (n, example)) in &differ {
+            println!("{NAME}:   {n} × {kind} (e.g. {example})");
+        }
     }
     // Two checks of the run itself, besides its decisions.
     let mut safety_failed = 0;
@@ -166,9 +225,11 @@ fn run(o: &Options) -> Result<ExitCode, String> {
     }
     let secs = start.elapsed().as_secs_f64();
     let passed = report.decisions.saturating_sub(report.failed);
+    let modes: Vec<String> = per_mode.iter().map(|(m, d)| format!("{d} with kube-proxy in {m} mode")).collect();
     println!(
-        "{NAME}: {} decisions checked against the kernel ({} connections, {} random splits, {} session affinity checks, {} answers lost on an asymmetric path as the model says, backends {}), root namespace unchanged: {}, in {secs:.1} s",
+        "{NAME}: {} decisions checked against the kernel ({}; {} connections, {} random splits, {} session affinity checks, {} answers lost on an asymmetric path as the model says, iptables backends {}), root namespace unchanged: {}, in {secs:.1} s",
         report.decisions,
+        modes.join(", "),
         report.connections,
         report.splits.len(),
         report.sticky,

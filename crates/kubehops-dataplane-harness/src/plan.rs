@@ -18,12 +18,20 @@
 //! instead, which the kernel never picks as a source, so a masqueraded
 //! packet to one of its Pods leaves from its InternalIP, as the model's
 //! routing says.
+//!
+//! A cluster is planned in one of kube-proxy's two modes ([`ProxyMode`]):
+//! in iptables mode each node holds the `filter` and `nat` rules of
+//! `kubeproxy::sync_node`; in nftables mode it holds the `ip kube-proxy`
+//! table of `nftables::sync_node` instead, and no iptables rules at all
+//! (kube-proxy writes none in that mode).
 
 use crate::decisions::{Decision, Source};
 use kubehops_core::api::{EndpointSlice, Node, Service, ServiceType, TrafficPolicy};
 use kubehops_core::dataplane::iptables::{RuleRef, TableName};
+pub use kubehops_core::dataplane::kubeproxy::ProxyMode;
 use kubehops_core::dataplane::kubeproxy::{sync_node, KubeProxyConfig, NodeFeatures, NodeRules};
 use kubehops_core::dataplane::netfilter::NodeContext;
+use kubehops_core::dataplane::nftables::{self, NftablesConfig, Ruleset};
 use kubehops_core::dataplane::trace::node_addresses;
 use kubehops_core::net::{ip, Cidr, Protocol, SockAddr};
 use std::collections::BTreeSet;
@@ -39,6 +47,10 @@ pub struct ClusterSpec {
     /// Every node's kube-proxy configuration; `hostnameOverride` is set
     /// per node.
     pub proxy: KubeProxyConfig,
+    /// The Service ranges (the API server's ServiceCIDRs): in nftables
+    /// mode, kube-proxy drops new connections to addresses inside them
+    /// that no Service holds. Empty: unknown, no such rule.
+    pub service_cidrs: Vec<Cidr>,
 }
 
 #[derive(Clone, Debug)]
@@ -47,7 +59,11 @@ pub struct PlannedNode {
     /// Named by an endpoint only, with no Node object.
     pub implicit: bool,
     pub cfg: KubeProxyConfig,
+    /// The node's iptables rules: kube-proxy's in iptables mode (or a
+    /// data plane's full tables), none in nftables mode.
     pub rules: NodeRules,
+    /// kube-proxy's `ip kube-proxy` table, in nftables mode.
+    pub nft: Option<Ruleset>,
     /// The address on the node's side of every Pod veth.
     pub gateway: Ipv4Addr,
     pub gateway_link_scope: bool,
@@ -103,6 +119,8 @@ impl PlannedHost {
 #[derive(Clone, Debug)]
 pub struct Plan {
     pub name: String,
+    /// The mode every node's kube-proxy runs in.
+    pub mode: ProxyMode,
     pub nodes: Vec<PlannedNode>,
     pub pods: Vec<PlannedPod>,
     pub outside: Vec<Ipv4Addr>,
@@ -135,7 +153,7 @@ pub struct DataplaneSpec {
 pub const LINK_GATEWAY: Ipv4Addr = ip(169, 254, 1, 1);
 
 impl Plan {
-    pub fn new(spec: &ClusterSpec, decisions: &[Decision]) -> Result<Plan, String> {
+    pub fn new(spec: &ClusterSpec, decisions: &[Decision], mode: ProxyMode) -> Result<Plan, String> {
         let mut nodes: Vec<(Node, bool)> = spec.nodes.iter().map(|n| (n.clone(), false)).collect();
         let mut taken: BTreeSet<Ipv4Addr> = spec.nodes.iter().map(|n| n.internal_ip).collect();
         for s in &spec.slices {
@@ -158,8 +176,8 @@ impl Plan {
                 }
             }
         }
-        let planned: Vec<PlannedNode> = nodes.into_iter().map(|(n, implicit)| plan_node(spec, n, implicit)).collect();
-        let mut plan = Plan { name: spec.name.clone(), nodes: planned, pods: Vec::new(), outside: Vec::new(), outside_listen: Vec::new(), hosts: Vec::new() };
+        let planned: Vec<PlannedNode> = nodes.into_iter().map(|(n, implicit)| plan_node(spec, n, implicit, mode)).collect();
+        let mut plan = Plan { name: spec.name.clone(), mode, nodes: planned, pods: Vec::new(), outside: Vec::new(), outside_listen: Vec::new(), hosts: Vec::new() };
         plan.add_endpoint_pods(spec);
         for d in decisions {
             plan.add_source(d)?;
@@ -200,10 +218,10 @@ impl Plan {
                 let mut cfg = spec.proxy.clone();
                 cfg.hostname_override = Some(n.name.clone());
                 let (gateway, gateway_link_scope) = gateway_of(n);
-                PlannedNode { node: n.clone(), implicit: false, cfg, rules: rules.clone(), gateway, gateway_link_scope, health_ports: Vec::new() }
+                PlannedNode { node: n.clone(), implicit: false, cfg, rules: rules.clone(), nft: None, gateway, gateway_link_scope, health_ports: Vec::new() }
             })
             .collect();
-        let mut plan = Plan { name: spec.name.clone(), nodes, pods: Vec::new(), outside, outside_listen: listen, hosts: spec.hosts.clone() };
+        let mut plan = Plan { name: spec.name.clone(), mode: ProxyMode::Iptables, nodes, pods: Vec::new(), outside, outside_listen: listen, hosts: spec.hosts.clone() };
         for (addr, node, port) in &spec.pods {
             let n = plan.node_index(node).ok_or_else(|| format!("{}: Pod {addr} on unknown node {node}", spec.name))?;
             plan.pods.push(PlannedPod { ip: *addr, node: n, listen: vec![(Protocol::Tcp, *port), (Protocol::Udp, *port)] });
@@ -327,13 +345,24 @@ impl Plan {
     }
 }
 
-fn plan_node(spec: &ClusterSpec, node: Node, implicit: bool) -> PlannedNode {
+fn plan_node(spec: &ClusterSpec, node: Node, implicit: bool, mode: ProxyMode) -> PlannedNode {
     let mut cfg = spec.proxy.clone();
     cfg.hostname_override = Some(node.name.clone());
-    let rules = sync_node(&node, &spec.services, &spec.slices, &cfg);
+    cfg.mode = mode;
+    let (rules, nft) = match mode {
+        ProxyMode::Iptables => (sync_node(&node, &spec.services, &spec.slices, &cfg), None),
+        ProxyMode::Nftables => {
+            // The node's other addresses (its Pod gateway, loopback), for
+            // nodePortAddresses, as kube-proxy reads them off its interfaces.
+            let local_addresses = node_addresses(&node).into_iter().filter(|a| *a != node.internal_ip).collect();
+            let nft_cfg = NftablesConfig { service_cidrs: spec.service_cidrs.clone(), local_addresses, ..NftablesConfig::for_node(cfg.clone(), &node) };
+            (NodeRules::empty(&node.name), Some(nftables::sync_node(&node, &spec.services, &spec.slices, &nft_cfg)))
+        }
+    };
     let (gateway, gateway_link_scope) = gateway_of(&node);
+    // kube-proxy's health check server answers in both modes.
     let health_ports = if implicit { Vec::new() } else { health_ports(&spec.services) };
-    PlannedNode { node, implicit, cfg, rules, gateway, gateway_link_scope, health_ports }
+    PlannedNode { node, implicit, cfg, rules, nft, gateway, gateway_link_scope, health_ports }
 }
 
 /// The address on the node's side of its Pods' veths, and whether it is
@@ -371,7 +400,7 @@ mod tests {
     #[test]
     fn endpoints_without_a_node_object_get_a_node_of_their_own() {
         let c = cluster("kube-proxy/cluster-ip");
-        let plan = Plan::new(&c.spec, &c.decisions).unwrap();
+        let plan = Plan::new(&c.spec, &c.decisions, ProxyMode::Iptables).unwrap();
         let names: Vec<&str> = plan.nodes.iter().map(|n| n.node.name.as_str()).collect();
         assert_eq!(names, ["test-node", "other"]);
         assert!(plan.nodes[1].implicit && plan.nodes[1].node.internal_ip == ip(100, 64, 0, 1));
@@ -385,9 +414,29 @@ mod tests {
     }
 
     #[test]
+    fn in_nftables_mode_nodes_hold_kube_proxys_table_and_no_iptables_rules() {
+        let c = cluster("CLI fixtures/cluster");
+        let plan = Plan::new(&c.spec, &c.decisions, ProxyMode::Nftables).unwrap();
+        assert_eq!(plan.mode, ProxyMode::Nftables);
+        for n in &plan.nodes {
+            assert!(n.rules.filter.chains.iter().chain(&n.rules.nat.chains).all(|c| c.rules.is_empty()), "{}: no iptables rules", n.node.name);
+            assert_eq!(n.cfg.mode, ProxyMode::Nftables);
+            let rs = n.nft.as_ref().expect("an ip kube-proxy table");
+            // The Service range is known: unallocated cluster IPs are dropped.
+            let check = rs.chain(nftables::CLUSTER_IPS_CHECK).unwrap();
+            assert_eq!(check.rules.len(), 2, "{}", n.node.name);
+            assert!(rs.transaction().iter().any(|l| l.contains("10.96.0.0/12")));
+        }
+        // The same Pods and sources as in iptables mode.
+        let ipt = Plan::new(&c.spec, &c.decisions, ProxyMode::Iptables).unwrap();
+        assert_eq!(ipt.pods, plan.pods);
+        assert!(ipt.nodes.iter().all(|n| n.nft.is_none() && !n.rules.nat.chains.is_empty()));
+    }
+
+    #[test]
     fn a_pod_range_gives_the_gateway_masquerade_uses_towards_local_pods() {
         let c = cluster("CLI fixtures/cluster");
-        let plan = Plan::new(&c.spec, &c.decisions).unwrap();
+        let plan = Plan::new(&c.spec, &c.decisions, ProxyMode::Iptables).unwrap();
         let n1 = plan.node_index("node-1").unwrap();
         assert_eq!((plan.nodes[n1].gateway, plan.nodes[n1].gateway_link_scope), (ip(10, 244, 1, 1), false));
         assert_eq!(plan.masquerade_source(n1, ip(10, 244, 1, 5)), ip(10, 244, 1, 1), "a Pod on node-1");

@@ -21,15 +21,20 @@
 //! router with a static route or a balancer that keeps the destination
 //! would. It has no default route: an address nobody holds is
 //! unreachable. Nodes have `ip_forward`, `route_localnet` when localhost
-//! node ports are on, and the conntrack timeouts kube-proxy sets; IPv6 is
-//! off everywhere so nothing but the probes' packets meets the rules.
+//! node ports are on (iptables mode only: the nftables mode has none), and
+//! the conntrack timeouts kube-proxy sets; IPv6 is off everywhere so
+//! nothing but the probes' packets meets the rules.
+//!
+//! A node's rules are kube-proxy's iptables rules, loaded with the
+//! topology's iptables backend, or in nftables mode its `ip kube-proxy`
+//! table, loaded with `nft` (hosts' own tables always use the backend).
 //!
 //! Dropping a [`Topology`] stops its servers, then deletes every
 //! namespace (which removes the veths with them).
 
 use crate::kernel::{self, Backend};
 use crate::netns::Netns;
-use crate::plan::{Machine, Plan};
+use crate::plan::{Machine, Plan, ProxyMode};
 use crate::sys;
 use crate::wire::{self, Server};
 use kubehops_core::net::{Protocol, SockAddr};
@@ -119,7 +124,8 @@ impl Topology {
         self.outside.ip_batch(&self.outside_commands())?;
         for i in 0..self.nodes.len() {
             let n = &self.plan.nodes[i];
-            self.nodes[i].sysctl(&node_sysctls(n.cfg.localhost_node_ports, n.cfg.tcp_be_liberal))?;
+            let localhost_node_ports = n.cfg.localhost_node_ports && n.nft.is_none();
+            self.nodes[i].sysctl(&node_sysctls(localhost_node_ports, n.cfg.tcp_be_liberal))?;
             self.nodes[i].ip_batch(&self.node_commands(i))?;
         }
         for j in 0..self.pods.len() {
@@ -218,7 +224,16 @@ impl Topology {
 
     fn load_rules(&self) -> Result<(), String> {
         for (i, n) in self.plan.nodes.iter().enumerate() {
-            kernel::load_rules(&self.nodes[i], self.backend, &n.rules, n.features()).map_err(|e| format!("node {}: {e}", n.node.name))?;
+            let loaded = match &n.nft {
+                // A cluster's node in nftables mode holds no iptables rule
+                // (nothing but kube-proxy writes rules on one).
+                Some(_) if n.rules.filter.chains.iter().chain(&n.rules.nat.chains).any(|c| !c.rules.is_empty()) => {
+                    Err("iptables rules beside kube-proxy's nftables table are not loaded by the harness yet".to_string())
+                }
+                Some(rs) => kernel::load_nft(&self.nodes[i], rs),
+                None => kernel::load_rules(&self.nodes[i], self.backend, &n.rules, n.features()),
+            };
+            loaded.map_err(|e| format!("node {}: {e}", n.node.name))?;
         }
         for (h, host) in self.plan.hosts.iter().enumerate() {
             kernel::load_host_rules(&self.hosts[h], self.backend, &host.rules, &host.lines).map_err(|e| format!("host {}: {e}", host.name))?;
@@ -285,22 +300,49 @@ impl Topology {
         self.plan.nodes.iter().any(|n| n.node.internal_ip == a) || self.plan.pod_of(a).is_some() || self.plan.outside.contains(&a) || self.plan.host_of(a).is_some()
     }
 
-    /// Clears counters, connections and recent lists on every node and host.
+    /// What decides packets here, for messages: `iptables-nft`,
+    /// `iptables-legacy`, or `nftables` (kube-proxy's nftables mode).
+    pub fn label(&self) -> String {
+        match self.plan.mode {
+            ProxyMode::Iptables => format!("iptables-{}", self.backend.name()),
+            ProxyMode::Nftables => "nftables".into(),
+        }
+    }
+
+    /// Clears counters, connections and recent lists (in nftables mode,
+    /// connections and affinity sets) on every node and host.
     pub fn reset(&self) -> Result<(), String> {
-        for ns in self.nodes.iter().chain(&self.hosts) {
+        for (i, ns) in self.nodes.iter().enumerate() {
+            match &self.plan.nodes[i].nft {
+                Some(rs) => kernel::reset_nft(ns, &kernel::dynamic_sets(rs))?,
+                None => kernel::reset(ns, self.backend)?,
+            }
+        }
+        for ns in &self.hosts {
             kernel::reset(ns, self.backend)?;
         }
         Ok(())
     }
 
-    /// Counters and connections of one node or host.
+    /// Counters and connections of one node or host (in nftables mode,
+    /// connections and affinity sets).
     pub fn read_machine(&self, m: Machine) -> Result<kernel::NodeState, String> {
-        kernel::read(self.machine_ns(m), self.backend)
+        match m {
+            Machine::Node(i) => self.read_node(i),
+            Machine::Host(_) => kernel::read(self.machine_ns(m), self.backend),
+        }
+    }
+
+    fn read_node(&self, i: usize) -> Result<kernel::NodeState, String> {
+        match &self.plan.nodes[i].nft {
+            Some(rs) => kernel::read_nft(&self.nodes[i], &kernel::dynamic_sets(rs)),
+            None => kernel::read(&self.nodes[i], self.backend),
+        }
     }
 
     /// Every node's counters and connections.
     pub fn read(&self) -> Result<Vec<kernel::NodeState>, String> {
-        self.nodes.iter().map(|ns| kernel::read(ns, self.backend)).collect()
+        (0..self.nodes.len()).map(|i| self.read_node(i)).collect()
     }
 
     /// The node, if any, whose Pod holds `addr`.

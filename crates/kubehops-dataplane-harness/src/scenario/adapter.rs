@@ -13,6 +13,7 @@ use super::{Client, Connection, Coverage, End, MachineHop, ScenarioReplay};
 use crate::plan::{DataplaneSpec, PlannedHost};
 use kubehops_core::dataplane::iptables::{RuleRef, TableName};
 use kubehops_core::dataplane::kubeproxy::NodeRules;
+use kubehops_core::dataplane::rules::RuleTable;
 use kubehops_core::scenarios::{self, Params, Scenario};
 use kubehops_core::sim::{ActorId, ActorKind, DataplaneSnapshot, DropReason, HostSnapshot, Hop, Leg, MatchedRule};
 
@@ -248,7 +249,15 @@ fn connection(s: &Scenario, snap: &DataplaneSnapshot, hops: &[&Hop], what: Strin
 }
 
 fn matched(r: &MatchedRule) -> (TableName, usize, String) {
-    (r.table, r.line, r.text.clone())
+    // The scenarios run kube-proxy's iptables mode; a rule of the
+    // nftables mode's table has no iptables line, and would be found
+    // nowhere (mangle holds no rule the harness numbers).
+    let table = match r.table {
+        RuleTable::Filter => TableName::Filter,
+        RuleTable::Nat => TableName::Nat,
+        RuleTable::Mangle | RuleTable::KubeProxy => TableName::Mangle,
+    };
+    (table, r.line, r.text.clone())
 }
 
 /// A hop on which a machine's rules decided a new connection.
