@@ -1019,6 +1019,42 @@ await test('lab: no two canvas labels overlap at 720 and 1920 px', async () => {
   check(problems.length === 0, problems.join('\n'));
 });
 
+await test('kube-proxy mode: every scenario plays to its end in nftables mode, with nft lines in the rules panel and the mode in the link', async () => {
+  for (const link of ['#/nodeport-loadbalancer/1?mode=nftables', '#/service-types/1?tab=nodeport&client=laptop&mode=nftables', '#/local-lab/1?mode=nftables']) {
+    const { page, errors } = await open(link);
+    const group = page.getByRole('group', { name: 'kube-proxy mode' });
+    check(await group.getByRole('button', { name: 'nftables', exact: true }).getAttribute('aria-pressed') === 'true', `${link}: nftables is not the pressed mode`);
+    check((await page.textContent('.kh-params')).includes('IPVS mode is not shown'), `${link}: the mode choice does not say why IPVS is missing`);
+    check((await page.textContent('.kh-canvas svg')).includes('kube-proxy · nftables'), `${link}: the canvas panel does not name the mode`);
+    let nftLines = 0;
+    // Every step, to its end.
+    for (let i = 0; i < 12; i++) {
+      await page.keyboard.press('End');
+      const rules = await page.textContent('[data-testid=rules]');
+      check(!rules.includes('-A KUBE-'), `${link} step ${await currentStep(page)}: iptables lines in nftables mode:\n${rules}`);
+      if (rules.includes('add rule ip kube-proxy') || rules.includes('add element ip kube-proxy')) nftLines++;
+      const before = await currentStep(page);
+      await page.keyboard.press('ArrowRight');
+      if (await currentStep(page) === before) break;
+    }
+    check(nftLines >= 1, `${link}: no step showed nftables lines`);
+    check(errors.length === 0, `${link}: console errors: ${errors.join(' | ')}`);
+    await page.close();
+  }
+  // The switch rebuilds the same step in the other mode, and the link says so.
+  const { page, errors } = await open('#/nodeport-loadbalancer/2/2');
+  check((await page.textContent('.kh-save-main')).includes('-A KUBE-NODEPORTS'), 'iptables mode does not show iptables lines');
+  await page.getByRole('group', { name: 'kube-proxy mode' }).getByRole('button', { name: 'nftables', exact: true }).click();
+  await page.waitForFunction(() => location.hash.includes('mode=nftables'), null, { timeout: 5000 });
+  await page.waitForFunction(() => document.querySelector('[data-testid=rules] h2')?.textContent.includes('nft'), null, { timeout: 5000 });
+  const text = await page.textContent('.kh-save-main');
+  check(text.includes('add element ip kube-proxy service-nodeports { tcp . 31000 : goto external-'), `no service-nodeports element:\n${text}`);
+  check((await page.locator('.kh-save-main .kh-save-line.hit').allTextContents()).some((t) => t.includes('service-nodeports')), 'the node port element is not marked as matched');
+  check((await page.textContent('.kh-hop')).includes('the verdict map service-nodeports sends tcp . 31000 to chain external-'), 'the hop does not say which map sent the packet on');
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
+});
+
 await test('no request leaves the page origin', async () => {
   check(outside.length === 0, `outside requests: ${outside.join(', ')}`);
 });
