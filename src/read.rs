@@ -8,7 +8,7 @@ use crate::app::Ctx;
 use crate::canvas::Canvas;
 use kubehops_core::link::{self, Link, Mode};
 use kubehops_core::scene::describe::announcement;
-use kubehops_core::scene::transcript::{transcript, HopText, RowKind, StepText, Transcript};
+use kubehops_core::scene::transcript::{transcript, transcript_both, HopText, RowKind, StepText, Transcript};
 use kubehops_core::scene::{frame, Frame};
 use kubehops_core::sim::HopKind;
 use leptos::context::Provider;
@@ -74,19 +74,36 @@ pub fn LiveRegion() -> impl IntoView {
 }
 
 /// The transcript page (`view=transcript`): a link back, then the
-/// transcript.
+/// transcript; "Both kube-proxy modes" sets each hop's rules beside those
+/// the other mode walked for it.
 #[component]
 pub fn TranscriptPage() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
+    let both = RwSignal::new(false);
+    // Your cluster is built by the worker from the paste: its other mode is not at hand here.
+    let can = Memo::new(move |_| ctx.player.scenario_id.get() != "your-cluster");
     view! {
         <main class="kh-main-transcript" id="kh-main">
             <p class="kh-transcript-nav">
                 <a class="kh-btn kh-btn-small" href=move || link_in(ctx, Mode::Animation)>"Back to the animation"</a>
                 <button type="button" class="kh-btn kh-btn-small" on:click=move |_| { let _ = window().print(); }>"Print"</button>
+                {move || can.get().then(|| view! {
+                    <button type="button" class="kh-btn kh-btn-small" aria-pressed=move || both.get().to_string() on:click=move |_| both.update(|b| *b = !*b)>
+                        "Both kube-proxy modes"
+                    </button>
+                })}
             </p>
-            <TranscriptDoc/>
+            <TranscriptDoc both=Signal::derive(move || both.get() && can.get())/>
         </main>
     }
+}
+
+/// The same scenario with kube-proxy in its other mode.
+fn other_mode(s: &kubehops_core::scenarios::Scenario) -> Option<kubehops_core::scenarios::Scenario> {
+    use kubehops_core::dataplane::kubeproxy::ProxyMode;
+    use kubehops_core::scenarios::{params::PROXY_MODE, Value};
+    let other = if s.params.proxy_mode() == ProxyMode::Iptables { ProxyMode::Nftables } else { ProxyMode::Iptables };
+    kubehops_core::scenarios::build(&s.id, &s.params.clone().with(PROXY_MODE, Value::Choice(other.as_str().into())))
 }
 
 /// The transcript under the animation while a print is prepared; the
@@ -100,9 +117,15 @@ pub fn PrintTranscript() -> impl IntoView {
 /// Every step: narration, a picture of its end, the manifest it applied,
 /// its hops and kubectl's output.
 #[component]
-fn TranscriptDoc() -> impl IntoView {
+fn TranscriptDoc(#[prop(optional, into)] both: Option<Signal<bool>>) -> impl IntoView {
     let ctx = expect_context::<Ctx>();
-    let t = Memo::new(move |_| ctx.with_scenario(transcript));
+    let t = Memo::new(move |_| {
+        let both = both.is_some_and(|b| b.get());
+        ctx.with_scenario(|s| match if both { other_mode(s) } else { None } {
+            Some(o) => transcript_both(s, &o),
+            None => transcript(s),
+        })
+    });
     move || {
         let t: Transcript = t.get();
         view! {
@@ -175,8 +198,9 @@ fn HopItem(h: HopText) -> impl IntoView {
                 <ul class="kh-trows">
                     {h.rows.into_iter().map(|r| {
                         let rules = r.kind == RowKind::Rules;
+                        let other = r.kind == RowKind::OtherMode;
                         view! {
-                            <li class:kh-trow-rules=rules>
+                            <li class:kh-trow-rules=rules class:kh-trow-other=other>
                                 {r.text}
                                 {(!r.items.is_empty()).then(|| view! {
                                     <ol class="kh-titems">{r.items.into_iter().map(|i| view! { <li><code>{i}</code></li> }).collect_view()}</ol>

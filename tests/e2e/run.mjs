@@ -1049,10 +1049,31 @@ await test('kube-proxy mode: every scenario plays to its end in nftables mode, w
   await page.waitForFunction(() => document.querySelector('[data-testid=rules] h2')?.textContent.includes('nft'), null, { timeout: 5000 });
   const text = await page.textContent('.kh-save-main');
   check(text.includes('add element ip kube-proxy service-nodeports { tcp . 31000 : goto external-'), `no service-nodeports element:\n${text}`);
-  check((await page.locator('.kh-save-main .kh-save-line.hit').allTextContents()).some((t) => t.includes('service-nodeports')), 'the node port element is not marked as matched');
-  check((await page.textContent('.kh-hop')).includes('the verdict map service-nodeports sends tcp . 31000 to chain external-'), 'the hop does not say which map sent the packet on');
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
   await page.close();
+  // The same hop in nftables mode: the map element that sent the packet on is marked, and the hop names it.
+  const nft = await open('#/nodeport-loadbalancer/2/2?mode=nftables');
+  const hits = await nft.page.locator('.kh-save-main .kh-save-line.hit').allTextContents();
+  check(hits.some((t) => t.includes('service-nodeports')), `the node port element is not marked as matched: ${hits.join(' | ')}`);
+  check((await nft.page.textContent('.kh-hop')).includes('the verdict map service-nodeports sends tcp . 31000 to chain external-'), 'the hop does not say which map sent the packet on');
+  check(nft.errors.length === 0, `console errors: ${nft.errors.join(' | ')}`);
+  await nft.page.close();
+  // The transcript sets each hop's rules beside the other mode's.
+  const tr = await browser.newPage();
+  const trErrors = [];
+  tr.on('pageerror', (e) => trErrors.push(String(e)));
+  tr.on('console', (m) => { if (m.type() === 'error') trErrors.push(m.text()); });
+  await tr.goto(`${origin}/#/nodeport-loadbalancer/2?view=transcript`);
+  await tr.waitForSelector('[data-testid=transcript]');
+  const toggle = tr.getByRole('button', { name: 'Both kube-proxy modes' });
+  check(await toggle.getAttribute('aria-pressed') === 'false', 'the transcript starts with one mode');
+  await toggle.click();
+  await tr.waitForSelector('.kh-trow-other', { timeout: 5000 });
+  const others = await tr.locator('.kh-trow-other').allTextContents();
+  check(others.length >= 3 && others.every((t) => t.startsWith('In nftables mode') && t.includes('add rule ip kube-proxy')), `other-mode rows: ${others.join(' | ')}`);
+  check((await tr.locator('.kh-trow-rules').first().textContent()).startsWith('In iptables mode'), 'this mode\'s rules are not labelled with it');
+  check(trErrors.length === 0, `console errors: ${trErrors.join(' | ')}`);
+  await tr.close();
 });
 
 await test('no request leaves the page origin', async () => {

@@ -116,3 +116,37 @@ fn the_walkthrough_transcript_matches_its_golden_file() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/transcript/nodeport-loadbalancer.txt");
     kubehops_core::golden::check(&path, &transcript(&s).render());
 }
+
+/// Both modes side by side: every hop a node's rules decided gets the
+/// other mode's rules beside its own, from the same hop of the story told
+/// in the other mode, and they send the packet the same way.
+#[test]
+fn a_transcript_of_both_modes_puts_each_hop_s_rules_side_by_side() {
+    use kubehops_core::scene::transcript::{transcript_both, RowKind};
+    use kubehops_core::scenarios::{build, Value, REGISTRY};
+    let mut pairs = 0;
+    for e in REGISTRY.iter().filter(|e| e.id != "your-cluster") {
+        let p = kubehops_core::scenarios::Params::defaults(&(e.params)());
+        let ipt = build(e.id, &p).unwrap();
+        let nft = build(e.id, &p.clone().with("mode", Value::Choice("nftables".into()))).unwrap();
+        let t = transcript_both(&ipt, &nft);
+        for (st, s) in t.steps.iter().zip(&ipt.steps) {
+            for (h, hop) in st.hops.iter().zip(&s.hops) {
+                let rules = h.rows.iter().position(|r| r.kind == RowKind::Rules);
+                let other = h.rows.iter().position(|r| r.kind == RowKind::OtherMode);
+                let decided = hop.packet.as_ref().is_some_and(|p| !p.by_conntrack && !p.matched.is_empty());
+                assert_eq!(other.is_some(), decided, "{} step {} hop {}: {:?}", e.id, st.number, h.number, h.rows);
+                if let (Some(r), Some(o)) = (rules, other) {
+                    assert_eq!(o, r + 1, "the other mode's rules sit right after this mode's");
+                    assert!(h.rows[r].text.starts_with("In iptables mode, "), "{}", h.rows[r].text);
+                    let row = &h.rows[o];
+                    assert!(row.text.starts_with("In nftables mode, ") && row.text.ends_with("and the packet leaves the same way"), "{}", row.text);
+                    assert!(!row.items.is_empty() && row.items.iter().all(|i| i.starts_with("nft ") || i.starts_with("nat ") || i.starts_with("filter ")), "{:?}", row.items);
+                    assert!(row.items.iter().any(|i| i.starts_with("nft ")), "{:?}", row.items);
+                    pairs += 1;
+                }
+            }
+        }
+    }
+    assert!(pairs >= 10, "{pairs} hops shown in both modes");
+}

@@ -92,6 +92,9 @@ pub enum RowKind {
     Rewrite,
     /// The rules walked on a node.
     Rules,
+    /// The rules kube-proxy's other mode walked for the same hop (a
+    /// transcript of both modes, [`transcript_both`]).
+    OtherMode,
     CouldReach,
     Dropped,
     Arp,
@@ -288,6 +291,32 @@ pub fn transcript(s: &Scenario) -> Transcript {
         demo: s.demo().map(|d| (d.label.clone(), d.narration.clone())),
         steps: s.steps.iter().enumerate().map(|(i, st)| step_text(s, i, st)).collect(),
     }
+}
+
+/// The transcript of `s`, each hop decided by a node's rules shown
+/// beside the same hop of `other`, the same story with kube-proxy in its
+/// other mode: which rules each mode walked, and whether the packet left
+/// the same way. The two stories are built by the same steps, so their
+/// hops correspond one to one (`tests/modes.rs` holds them to it).
+pub fn transcript_both(s: &Scenario, other: &Scenario) -> Transcript {
+    let (mode, other_mode) = (s.params.proxy_mode().as_str(), other.params.proxy_mode().as_str());
+    let mut t = transcript(s);
+    for (st, ost) in t.steps.iter_mut().zip(&other.steps) {
+        for (h, oh) in st.hops.iter_mut().zip(&ost.hops) {
+            let Some(at) = h.rows.iter().position(|r| r.kind == RowKind::Rules) else { continue };
+            h.rows[at].text = format!("In {mode} mode, {}", h.rows[at].text);
+            let Some(op) = oh.packet.as_ref().filter(|p| !p.by_conntrack && !p.matched.is_empty()) else { continue };
+            let mine = s.steps.get(st.number - 1).and_then(|x| x.hops.get(h.number - 1)).and_then(|x| x.packet.as_ref());
+            let same = mine.is_some_and(|p| p.after.src.ip == op.after.src.ip && p.after.dst == op.after.dst);
+            let n = op.matched.len();
+            let on = op.decided_on.map(|a| format!(" on {}", short(other, a))).unwrap_or_default();
+            let leaves = if same { ", and the packet leaves the same way".to_string() } else { format!(", and the packet leaves as {}", op.after) };
+            let text = format!("In {other_mode} mode, {n} rule{} matched{on}{leaves}", if n == 1 { "" } else { "s" });
+            let items = op.matched.iter().map(|m| format!("{} {}: {}", m.table.as_str(), m.line, m.text)).collect();
+            h.rows.insert(at + 1, Row { kind: RowKind::OtherMode, text, items });
+        }
+    }
+    t
 }
 
 impl Transcript {
