@@ -127,8 +127,11 @@ pub struct Step {
     pub evidence: Vec<Evidence>,
     /// The data plane the step's connections ran on (every node's and
     /// host's tables, every Pod), taken at the end of the step; `None`
-    /// when no hop of the step carries a packet.
-    #[serde(default)]
+    /// when no hop of the step carries a packet. Never serialized: the
+    /// harness and the tests read it where the scenario was built, and
+    /// the worker sends scenarios without it, so the page's wasm carries
+    /// no decoder for every node's tables.
+    #[serde(skip)]
     pub snapshot: Option<DataplaneSnapshot>,
 }
 
