@@ -104,7 +104,8 @@ fn a_message_that_is_not_a_request_is_answered_with_an_error() {
 
 /// postcard writes no field names, so a field skipped when writing (serde's
 /// `skip_serializing_if`) would shift all after it: every scenario, with
-/// its snapshots and every parameter's values, must come back equal.
+/// every parameter's values, must come back equal, less its steps'
+/// data-plane snapshots, which are never serialized.
 #[test]
 fn every_scenario_survives_the_trip_through_postcard() {
     let mut n = 0;
@@ -115,7 +116,8 @@ fn every_scenario_survives_the_trip_through_postcard() {
                 let p = Params::default().with(&spec.key, Value::Choice(c.value.clone()));
                 let s = (e.build)(&p);
                 let back: kubehops_core::scenarios::Scenario = postcard::from_bytes(&postcard::to_allocvec(&s).unwrap()).unwrap();
-                assert!(back == s, "{} with {}={} changed on the way", e.id, spec.key, c.value);
+                assert!(back.steps.iter().all(|st| st.snapshot.is_none()), "a snapshot was sent");
+                assert!(back == s.without_snapshots(), "{} with {}={} changed on the way", e.id, spec.key, c.value);
                 n += 1;
             }
         }
