@@ -29,7 +29,10 @@
 //!   sees a connection's first packet only); each filter rule the model's
 //!   walks matched has counted at least that often, and no filter rule
 //!   counted that no walk of the connection's packets, first or later,
-//!   could match (kube-proxy's nftables rules have no counters);
+//!   could match (kube-proxy's nftables rules have no counters; in
+//!   nftables mode the network plugin's iptables rules beside them, on a
+//!   scenario's node, are held to the same, from the walk through them
+//!   that follows kube-proxy's table, as in `NodeTables::decide`);
 //! - in nftables mode, each node's affinity sets hold exactly the clients
 //!   the model's walks recorded (`update @affinity-…`), each to expire
 //!   after the set's timeout;
@@ -352,24 +355,30 @@ fn later_packets(topo: &Topology, n: usize, entry: Entry, tr: &Tried, t: &Traver
 }
 
 /// The node a DNATed connection crosses to reach a Pod on another node:
-/// its first packet there, as that node's model walks it.
+/// its first packet there, as that node's iptables rules walk it (in
+/// nftables mode, the network plugin's: kube-proxy's table leaves a
+/// packet to a Pod as it is).
 fn crossing(topo: &Topology, n: usize, tr: &Tried) -> Option<(usize, Packet, Traversal)> {
     let a = tr.reached?;
     let m = topo.node_of_pod(a.server).filter(|m| *m != n)?;
     let pm = &topo.plan.nodes[m];
+    if !pm.uses_iptables() {
+        return None;
+    }
     let pkt = Packet { proto: tr.pkt.proto, src: a.peer, dst: a.server };
     let ctx = NodeContext::new(node_addresses(&pm.node));
     Some((m, pkt, traverse(&pm.rules.filter, &pm.rules.nat, Entry::Arriving, &pkt, &ctx, &mut FixedDraws::new(vec![]))))
 }
 
-/// What every node's iptables counters should show (none in nftables
-/// mode, where the nodes hold no iptables rules).
+/// What every node's iptables counters should show (in nftables mode
+/// only the network plugin's rules count, where a node holds any).
 fn expectations(topo: &Topology, n: usize, entry: Entry, tries: &[Tried]) -> Vec<Expect> {
     let mut e: Vec<Expect> = topo.plan.nodes.iter().map(|_| Expect::default()).collect();
     for tr in tries {
-        let Some(t) = tr.branch.iptables() else { continue };
-        e[n].first_packet(t);
-        later_packets(topo, n, entry, tr, t, &mut e[n]);
+        if let Some(t) = tr.branch.iptables() {
+            e[n].first_packet(t);
+            later_packets(topo, n, entry, tr, t, &mut e[n]);
+        }
         if let Some((m, pkt, t)) = crossing(topo, n, tr) {
             e[m].first_packet(&t);
             let pm = &topo.plan.nodes[m];

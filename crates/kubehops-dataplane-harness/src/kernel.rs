@@ -14,9 +14,13 @@
 //! In nftables mode a node gets kube-proxy's `ip kube-proxy` table
 //! instead, from `Ruleset::transaction` with `nft -f`, and `nft list
 //! ruleset` must then print exactly `Ruleset::list` (no other table, no
-//! iptables rule). Between decisions its affinity sets are flushed with
-//! the connection table, and after one their members are read back
-//! (`nft list set`).
+//! iptables rule). A scenario's node in nftables mode holds the network
+//! plugin's iptables rules as well: those are loaded first, as above,
+//! and kube-proxy's table after them; then `nft list table ip
+//! kube-proxy` must print exactly `Ruleset::list`, and no table but
+//! iptables-nft's own may sit beside it. Between decisions its affinity
+//! sets are flushed with the connection table, and after one their
+//! members are read back (`nft list set`).
 
 use crate::netns::Netns;
 use kubehops_core::dataplane::conntrack::Tuple;
@@ -207,13 +211,29 @@ pub fn dynamic_sets(rs: &Ruleset) -> Vec<String> {
     rs.sets.iter().filter(|s| s.flags.contains(&SetFlag::Dynamic)).map(|s| s.name.clone()).collect()
 }
 
+/// The tables iptables-nft keeps in nftables, which may sit beside
+/// kube-proxy's when the node's iptables rules are loaded with it.
+const IPTABLES_NFT_TABLES: [&str; 3] = ["table ip filter", "table ip nat", "table ip mangle"];
+
 /// Loads kube-proxy's `ip kube-proxy` table into `ns` with `nft -f`, as
 /// its first sync on a fresh node does, and checks that the kernel's
-/// whole nftables ruleset is then exactly the model's listing.
-pub fn load_nft(ns: &Netns, rs: &Ruleset) -> Result<(), String> {
+/// whole nftables ruleset is then exactly the model's listing; with
+/// `beside_iptables` (the node's iptables rules are loaded already), that
+/// its table is, and that every other table is iptables-nft's.
+pub fn load_nft(ns: &Netns, rs: &Ruleset, beside_iptables: bool) -> Result<(), String> {
     let text: String = rs.transaction().iter().map(|l| format!("{l}\n")).collect();
     ns.exec("nft", &["-f", "-"], Some(&text))?;
-    let held = ns.exec("nft", &["list", "ruleset"], None)?;
+    let held = if beside_iptables {
+        let tables = ns.exec("nft", &["list", "tables"], None)?;
+        let own = format!("table ip {TABLE}");
+        let others: Vec<&str> = tables.lines().map(str::trim).filter(|t| !t.is_empty() && *t != own && !IPTABLES_NFT_TABLES.contains(t)).collect();
+        if !others.is_empty() {
+            return Err(format!("after nft -f, the kernel holds tables the model has not: {}", others.join(", ")));
+        }
+        ns.exec("nft", &["list", "table", "ip", TABLE], None)?
+    } else {
+        ns.exec("nft", &["list", "ruleset"], None)?
+    };
     // A listed element block wraps over lines within one entry.
     let listing = rs.list().join("\n");
     let want: Vec<&str> = listing.lines().collect();
@@ -236,22 +256,37 @@ fn list_sets_script(sets: &[String]) -> String {
 }
 
 /// Empties the connection table and kube-proxy's affinity sets, so the
-/// next decision starts from a node that has seen nothing.
-pub fn reset_nft(ns: &Netns, sets: &[String]) -> Result<(), String> {
+/// next decision starts from a node that has seen nothing; with
+/// `iptables` (the network plugin's rules beside kube-proxy's table),
+/// zeroes their counters too.
+pub fn reset_nft(ns: &Netns, sets: &[String], iptables: Option<Backend>) -> Result<(), String> {
     let flush: String = sets.iter().map(|s| format!("flush set ip {TABLE} {s}\n")).collect();
-    let script = if flush.is_empty() { "conntrack -F >/dev/null 2>&1; true" } else { "conntrack -F >/dev/null 2>&1; nft -f -" };
-    ns.exec("sh", &["-c", script], Some(&flush)).map(|_| ())
+    let mut script = match iptables {
+        Some(b) => format!("{ipt} -w -t filter -Z && {ipt} -w -t nat -Z && ", ipt = b.tool("")),
+        None => String::new(),
+    };
+    script += if flush.is_empty() { "conntrack -F >/dev/null 2>&1; true" } else { "conntrack -F >/dev/null 2>&1; nft -f -" };
+    ns.exec("sh", &["-c", &script], Some(&flush)).map(|_| ())
 }
 
-/// The connection table and the members of `sets`, in one go.
-pub fn read_nft(ns: &Netns, sets: &[String]) -> Result<NodeState, String> {
-    let mut script = "conntrack -L 2>/dev/null".to_string();
+/// The connection table and the members of `sets`, in one go; with
+/// `iptables` (the network plugin's rules beside kube-proxy's table),
+/// its rule counters too.
+pub fn read_nft(ns: &Netns, sets: &[String], iptables: Option<Backend>) -> Result<NodeState, String> {
+    let mut script = match iptables {
+        Some(b) => format!("{} -c && echo '{COUNTERS_END}' && conntrack -L 2>/dev/null", b.tool("-save")),
+        None => "conntrack -L 2>/dev/null".to_string(),
+    };
     if !sets.is_empty() {
         script += &format!("; echo '{STATE_MARK}' && {}", list_sets_script(sets));
     }
     let out = ns.exec("sh", &["-c", &script], None)?;
-    let (table, listed) = out.split_once(STATE_MARK).unwrap_or((&out, ""));
-    Ok(NodeState { counters: Counters::new(), conntrack: table.lines().filter_map(parse_entry).collect(), sets: parse_sets(listed)? })
+    let (save, out) = match iptables {
+        Some(_) => out.split_once(COUNTERS_END).ok_or_else(|| format!("{}: no conntrack table in {out:?}", ns.name()))?,
+        None => ("", out.as_str()),
+    };
+    let (table, listed) = out.split_once(STATE_MARK).unwrap_or((out, ""));
+    Ok(NodeState { counters: parse_counters(save)?, conntrack: table.lines().filter_map(parse_entry).collect(), sets: parse_sets(listed)? })
 }
 
 /// Every set of an `nft list set` (or `list table`) output, with its
@@ -317,6 +352,7 @@ fn duration_secs(text: &str) -> Option<u64> {
 }
 
 const STATE_MARK: &str = "@@@ conntrack";
+const COUNTERS_END: &str = "@@@ counted";
 
 pub fn read(ns: &Netns, backend: Backend) -> Result<NodeState, String> {
     let script = format!("{} -c && echo '{STATE_MARK}' && conntrack -L 2>/dev/null", backend.tool("-save"));

@@ -4,8 +4,9 @@
 //! A cluster (the objects the CLI reads, a golden case, or a scenario's
 //! world) becomes network namespaces ([`topology`]): one per node,
 //! holding exactly the rules the model wrote for it, loaded as kube-proxy
-//! loads them ([`kernel`]) in the mode it runs in (iptables, or for the
-//! golden and fixture clusters nftables as well: [`plan::ProxyMode`]);
+//! loads them ([`kernel`]) in the mode it runs in (iptables or nftables:
+//! [`plan::ProxyMode`]; in nftables mode a scenario's node holds the
+//! network plugin's iptables rules beside kube-proxy's table);
 //! one per Pod, with servers that say what they saw ([`wire`]); a client
 //! namespace outside; and a router between them.
 //! Each packet decision the model makes ([`decisions`], [`scenario`]) is
@@ -38,17 +39,22 @@ use topology::Topology;
 
 /// The tools a run needs: always `ip` and friends; nfacct and the
 /// backends' iptables for kube-proxy's iptables mode; `nft` for its
-/// nftables mode.
+/// nftables mode, and the first backend's iptables, which loads the
+/// network plugin's rules beside kube-proxy's table on a scenario's node
+/// (and a host's own tables).
 pub fn tools(backends: &[Backend], modes: &[ProxyMode]) -> Vec<String> {
     let mut tools: Vec<String> = ["ip", "unshare", "conntrack", "sysctl", "sh"].map(String::from).to_vec();
+    let mut iptables: Vec<Backend> = Vec::new();
     if modes.contains(&ProxyMode::Iptables) {
         tools.push("nfacct".into());
-        for b in backends {
-            tools.extend(b.tools());
-        }
+        iptables.extend(backends);
     }
     if modes.contains(&ProxyMode::Nftables) {
         tools.push("nft".into());
+        iptables.extend(backends.first().filter(|b| !iptables.contains(b)));
+    }
+    for b in iptables {
+        tools.extend(b.tools());
     }
     tools
 }
@@ -172,8 +178,12 @@ mod tests {
         let ipt = tools(&Backend::ALL, &[ProxyMode::Iptables]);
         assert!(ipt.iter().any(|t| t == "iptables-legacy-restore") && ipt.iter().any(|t| t == "nfacct") && !ipt.iter().any(|t| t == "nft"));
         let nft = tools(&Backend::ALL, &[ProxyMode::Nftables]);
-        assert!(nft.iter().any(|t| t == "nft") && !nft.iter().any(|t| t.starts_with("iptables")));
+        assert!(nft.iter().any(|t| t == "nft") && !nft.iter().any(|t| t == "nfacct"));
         assert!(nft.iter().any(|t| t == "conntrack"));
+        // The network plugin's rules beside kube-proxy's table: the first backend only.
+        assert!(nft.iter().any(|t| t == "iptables-nft-restore") && !nft.iter().any(|t| t.starts_with("iptables-legacy")), "{nft:?}");
+        let both = tools(&[Backend::Legacy], &[ProxyMode::Iptables, ProxyMode::Nftables]);
+        assert_eq!(both.iter().filter(|t| *t == "iptables-legacy-restore").count(), 1, "{both:?}");
     }
 
     #[test]

@@ -6,9 +6,10 @@
 //!
 //! kube-proxy's iptables mode runs every cluster and scenario once per
 //! iptables backend; its nftables mode runs the golden and fixture
-//! clusters once (the backend does not matter there: the nodes hold no
-//! iptables rules), not the scenarios, which the simulator runs in
-//! iptables mode only.
+//! clusters (whose nodes hold no iptables rules) and every scenario case
+//! built with `mode=nftables` once, with the first backend (which loads
+//! the network plugin's iptables rules beside kube-proxy's table, and the
+//! lab laptop's Docker rules).
 //!
 //! Without root, `ip`, iptables, nfacct, conntrack or nft it prints
 //! "skipped: …" and exits 0, which counts as nothing passed;
@@ -88,20 +89,20 @@ fn run(o: &Options) -> Result<ExitCode, String> {
     let start = Instant::now();
     let mut clusters = sources::golden_cases();
     clusters.extend(sources::fixtures()?);
-    let (scenarios, coverage) = scenario::connections()?;
+    let (scenarios, coverage) = scenario::connections(&o.modes)?;
     let wanted = |name: &str| o.only.as_deref().is_none_or(|t| name.contains(t));
     clusters.retain(|c| wanted(&c.spec.name));
     let iptables = o.modes.contains(&ProxyMode::Iptables);
     let nftables = o.modes.contains(&ProxyMode::Nftables);
-    // The simulator runs kube-proxy's iptables mode only.
-    let scenarios: Vec<_> = scenarios.into_iter().filter(|s| iptables && wanted(&s.dataplane.name)).collect();
+    let scenarios: Vec<_> = scenarios.into_iter().filter(|s| wanted(&s.dataplane.name)).collect();
+    let scenarios_in = |mode: ProxyMode| scenarios.iter().filter(move |s| s.mode == mode);
     if o.list {
         let modes: Vec<&str> = o.modes.iter().map(|m| m.as_str()).collect();
         for c in &clusters {
             println!("{}: {} decisions (kube-proxy {})", c.spec.name, c.decisions.len(), modes.join(" and "));
         }
         for s in &scenarios {
-            println!("{}: {} connections (kube-proxy iptables)", s.dataplane.name, s.connections.len());
+            println!("{}: {} connections (kube-proxy {})", s.dataplane.name, s.connections.len(), s.mode.as_str());
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -118,10 +119,24 @@ fn run(o: &Options) -> Result<ExitCode, String> {
     }
     let before = root_state()?;
     let mut report = Report::default();
-    // Per scenario: decisions, connections, failed, seconds.
-    let mut per_scenario: BTreeMap<String, (usize, usize, usize, f64)> = BTreeMap::new();
+    // Per scenario and mode: decisions, connections, failed, seconds.
+    let mut per_scenario: BTreeMap<(String, &str), (usize, usize, usize, f64)> = BTreeMap::new();
     // Decisions per mode.
     let mut per_mode: BTreeMap<&str, usize> = BTreeMap::new();
+    // Replays one mode's scenarios with one backend; how many decisions
+    // and connections that took.
+    let mut replay_scenarios = |mode: ProxyMode, backend: Backend, report: &mut Report| {
+        let (d0, c0) = (report.decisions, report.connections);
+        // An identical decision on an identical node is checked once.
+        let mut seen = HashSet::new();
+        for s in scenarios_in(mode) {
+            let (d, c, f, t) = (report.decisions, report.connections, report.failed, Instant::now());
+            scenario::replay(s, backend, report, &mut seen);
+            let e = per_scenario.entry((s.scenario.clone(), mode.as_str())).or_default();
+            *e = (e.0 + report.decisions - d, e.1 + report.connections - c, e.2 + report.failed - f, e.3 + t.elapsed().as_secs_f64());
+        }
+        (report.decisions - d0, report.connections - c0)
+    };
     let replay_clusters = |mode: ProxyMode, backend: Backend, report: &mut Report| {
         for c in &clusters {
             match Plan::new(&c.spec, &c.decisions, mode) {
@@ -136,17 +151,14 @@ fn run(o: &Options) -> Result<ExitCode, String> {
     };
     if iptables {
         let (t_mode, md0, mc0) = (Instant::now(), report.decisions, report.connections);
+        let (mut sd, mut sc, mut st) = (0, 0, 0.0);
         for &backend in &o.backends {
             let t = Instant::now();
             let (d0, c0) = (report.decisions, report.connections);
-            let mut seen = HashSet::new();
             replay_clusters(ProxyMode::Iptables, backend, &mut report);
-            for s in &scenarios {
-                let (d, c, f, t) = (report.decisions, report.connections, report.failed, Instant::now());
-                scenario::replay(s, backend, &mut report, &mut seen);
-                let e = per_scenario.entry(s.scenario.clone()).or_default();
-                *e = (e.0 + report.decisions - d, e.1 + report.connections - c, e.2 + report.failed - f, e.3 + t.elapsed().as_secs_f64());
-            }
+            let ts = Instant::now();
+            let (d, c) = replay_scenarios(ProxyMode::Iptables, backend, &mut report);
+            (sd, sc, st) = (sd + d, sc + c, st + ts.elapsed().as_secs_f64());
             println!(
                 "{NAME}: iptables-{}: {} decisions, {} connections, {:.1} s",
                 backend.name(),
@@ -157,20 +169,30 @@ fn run(o: &Options) -> Result<ExitCode, String> {
         }
         let (d, c) = (report.decisions - md0, report.connections - mc0);
         per_mode.insert("iptables", d);
-        println!(
-            "{NAME}: kube-proxy iptables: {d} decisions, {c} connections, {:.1} s (clusters and scenarios, with iptables-{})",
-            t_mode.elapsed().as_secs_f64(),
-            o.backends.iter().map(|b| b.name()).collect::<Vec<_>>().join(" and iptables-")
-        );
+        let with = o.backends.iter().map(|b| b.name()).collect::<Vec<_>>().join(" and iptables-");
+        println!("{NAME}: kube-proxy iptables: {d} decisions, {c} connections, {:.1} s (clusters and scenarios, with iptables-{with})", t_mode.elapsed().as_secs_f64());
+        println!("{NAME}: kube-proxy iptables: scenarios: {sd} decisions, {sc} connections, {st:.1} s (every scenario case, with iptables-{with})");
     }
     if nftables {
         let (t, d0, c0) = (Instant::now(), report.decisions, report.connections);
-        // The nodes hold no iptables rules in this mode, so one run does;
-        // the backend would load a host's own tables, which clusters lack.
-        replay_clusters(ProxyMode::Nftables, o.backends[0], &mut report);
+        // Kubernetes' side is kube-proxy's table, which no backend loads,
+        // so one run does; the backend loads the network plugin's iptables
+        // rules on a scenario's nodes, and a host's own tables.
+        let backend = o.backends[0];
+        replay_clusters(ProxyMode::Nftables, backend, &mut report);
+        let (cd, cc, ct) = (report.decisions - d0, report.connections - c0, t.elapsed().as_secs_f64());
+        let ts = Instant::now();
+        let (sd, sc) = replay_scenarios(ProxyMode::Nftables, backend, &mut report);
+        let st = ts.elapsed().as_secs_f64();
         let (d, c) = (report.decisions - d0, report.connections - c0);
         per_mode.insert("nftables", d);
-        println!("{NAME}: kube-proxy nftables: {d} decisions, {c} connections, {:.1} s (the golden and fixture clusters, ip kube-proxy loaded with nft -f)", t.elapsed().as_secs_f64());
+        println!(
+            "{NAME}: kube-proxy nftables: {d} decisions, {c} connections, {:.1} s (clusters and scenarios, ip kube-proxy loaded with nft -f, the network plugin's and hosts' iptables rules with iptables-{})",
+            t.elapsed().as_secs_f64(),
+            backend.name()
+        );
+        println!("{NAME}: kube-proxy nftables: clusters: {cd} decisions, {cc} connections, {ct:.1} s (the golden and fixture clusters)");
+        println!("{NAME}: kube-proxy nftables: scenarios: {sd} decisions, {sc} connections, {st:.1} s (every scenario case with mode=nftables)");
         // Where the two modes' walks part on purpose, as upstream's proxiers do.
         let mut differ: BTreeMap<String, (usize, String)> = BTreeMap::new();
         for c in &clusters {
@@ -180,7 +202,9 @@ fn run(o: &Options) -> Result<ExitCode, String> {
             }
         }
         let total: usize = differ.values().map(|(n, _)| n).sum();
-        println!("{NAME}: kube-proxy nftables: the model's two modes part on {total} of these {d} decisions, as upstream's proxiers do (the kernel is held to the nftables walk):");
+        if cd > 0 {
+            println!("{NAME}: kube-proxy nftables: the model's two modes part on {total} of the clusters' {cd} decisions, as upstream's proxiers do (the kernel is held to the nftables walk):");
+        }
         for (kind, (n, example)) in &differ {
             println!("{NAME}:   {n} × {kind} (e.g. {example})");
         }
@@ -200,24 +224,31 @@ fn run(o: &Options) -> Result<ExitCode, String> {
     for s in &report.splits {
         println!("{NAME}: split: {s}");
     }
-    for c in coverage.iter().filter(|c| per_scenario.contains_key(&c.scenario)) {
-        let (d, n, f, secs) = per_scenario[&c.scenario];
+    for c in coverage.iter() {
+        let Some(&(d, n, f, secs)) = per_scenario.get(&(c.scenario.clone(), c.mode.as_str())) else { continue };
+        // iptables mode's lines as they always were; nftables mode's say so.
+        let name = match c.mode {
+            ProxyMode::Iptables => c.scenario.clone(),
+            ProxyMode::Nftables => format!("{} (kube-proxy nftables)", c.scenario),
+        };
+        let backends = match c.mode {
+            ProxyMode::Iptables => o.backends.len(),
+            ProxyMode::Nftables => 1,
+        };
         println!(
-            "{NAME}: scenario {}: {} builds, {} data planes, {} connections ({} identical to one on the same data plane, replayed once), {} packet hops replayed; with {} backend(s): {d} decisions ({f} failed), {n} kernel connections, {secs:.1} s",
-            c.scenario,
+            "{NAME}: scenario {name}: {} builds, {} data planes, {} connections ({} identical to one on the same data plane, replayed once), {} packet hops replayed; with {backends} backend(s): {d} decisions ({f} failed), {n} kernel connections, {secs:.1} s",
             c.builds,
             c.data_planes,
             c.connections,
             c.identical,
             c.packet_hops,
-            o.backends.len()
         );
-        println!("{NAME}: scenario {}: {} hops carry no packet (control plane)", c.scenario, c.not_packets);
+        println!("{NAME}: scenario {name}: {} hops carry no packet (control plane)", c.not_packets);
         for (why, count) in &c.skipped {
-            println!("{NAME}: scenario {}: skipped {count} hops: {why}", c.scenario);
+            println!("{NAME}: scenario {name}: skipped {count} hops: {why}");
         }
         for (why, count) in &c.stand_ins {
-            println!("{NAME}: scenario {}: {count} connections answered by an echo server in the replay, leaving out {why}", c.scenario);
+            println!("{NAME}: scenario {name}: {count} connections answered by an echo server in the replay, leaving out {why}");
         }
     }
     for f in &report.failures {
@@ -234,7 +265,8 @@ fn run(o: &Options) -> Result<ExitCode, String> {
         report.splits.len(),
         report.sticky,
         report.lost_replies,
-        o.backends.iter().map(|b| b.name()).collect::<Vec<_>>().join(" and "),
+        // The nftables mode alone uses the first backend only.
+        o.backends.iter().take(if iptables { o.backends.len() } else { 1 }).map(|b| b.name()).collect::<Vec<_>>().join(" and "),
         if diff.is_empty() { "yes" } else { "NO" },
     );
     println!("{NAME}: {passed} passed, {} failed", report.failed + safety_failed);

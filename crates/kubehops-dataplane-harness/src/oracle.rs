@@ -9,6 +9,12 @@
 //! scripted random draws, as `netfilter::reachable_dnat_targets` and
 //! `nftables::reachable` try them, and the harness checks that their
 //! targets are exactly `trace`'s (or `trace_nftables`'s).
+//!
+//! A node in nftables mode may hold the network plugin's iptables rules
+//! beside kube-proxy's table (a scenario's node): as `NodeTables::decide`
+//! does, a packet kube-proxy's table neither refused nor masqueraded then
+//! walks those too (`netfilter::traverse`, as kube-proxy's DNAT left it),
+//! and `trace` there takes masquerade and refusals from `decide` itself.
 
 use kubehops_core::dataplane::conntrack::{ConntrackEntry, ConntrackTable, Direction};
 use kubehops_core::dataplane::iptables::RuleRef;
@@ -17,7 +23,8 @@ use kubehops_core::dataplane::netfilter::{traverse, walk, Dice, Entry, FixedDraw
 use crate::plan::PlannedNode;
 use kubehops_core::api::Node;
 use kubehops_core::dataplane::nftables::{self, Hook, Ruleset};
-use kubehops_core::dataplane::trace::{node_addresses, trace, trace_nftables, TraceResult};
+use kubehops_core::dataplane::proxy::NodeTables;
+use kubehops_core::dataplane::trace::{node_addresses, trace, trace_nftables, TraceResult, TraceVerdict};
 use kubehops_core::net::{Packet, SockAddr};
 use std::net::Ipv4Addr;
 
@@ -27,8 +34,10 @@ use std::net::Ipv4Addr;
 pub enum Walk {
     /// Through kube-proxy's iptables rules (`netfilter::traverse`).
     Iptables(Box<Traversal>),
-    /// Through its `ip kube-proxy` table (`nftables::traverse`).
-    Nftables(nftables::Traversal),
+    /// Through its `ip kube-proxy` table (`nftables::traverse`), then,
+    /// where the table neither refused nor masqueraded it, through the
+    /// network plugin's iptables rules the node holds beside it.
+    Nftables(nftables::Traversal, Option<Box<Traversal>>),
 }
 
 /// How a walk ended a packet.
@@ -53,14 +62,14 @@ impl Branch {
                 Verdict::Dnat(a) => Some(a),
                 _ => None,
             },
-            Walk::Nftables(t) => t.dnat(),
+            Walk::Nftables(t, _) => t.dnat(),
         }
     }
 
     pub fn masquerade(&self) -> bool {
         match &self.walk {
             Walk::Iptables(t) => t.masquerade(),
-            Walk::Nftables(t) => t.masquerade(),
+            Walk::Nftables(t, plugin) => t.masquerade() || plugin.as_ref().is_some_and(|p| p.masquerade()),
         }
     }
 
@@ -68,7 +77,10 @@ impl Branch {
     pub fn refused(&self) -> Option<Refusal> {
         match &self.walk {
             Walk::Iptables(t) => t.refused().map(|v| if *v == Verdict::Drop { Refusal::Drop } else { Refusal::Reject }),
-            Walk::Nftables(t) => t.refused().map(|o| if o == nftables::Outcome::Drop { Refusal::Drop } else { Refusal::Reject }),
+            Walk::Nftables(t, plugin) => match t.refused() {
+                Some(o) => Some(if o == nftables::Outcome::Drop { Refusal::Drop } else { Refusal::Reject }),
+                None => plugin.as_ref().and_then(|p| p.refused()).map(|v| if *v == Verdict::Drop { Refusal::Drop } else { Refusal::Reject }),
+            },
         }
     }
 
@@ -77,7 +89,10 @@ impl Branch {
     pub fn refused_on_output(&self) -> bool {
         match &self.walk {
             Walk::Iptables(t) => t.filter_hook == "OUTPUT" && !matches!(t.filter.verdict, Verdict::Accept),
-            Walk::Nftables(t) => t.hooks.first().is_some_and(|h| h.hook == Hook::Output && h.chains.iter().any(|c| c.outcome.refuses())),
+            Walk::Nftables(t, plugin) => {
+                t.hooks.first().is_some_and(|h| h.hook == Hook::Output && h.chains.iter().any(|c| c.outcome.refuses()))
+                    || plugin.as_ref().is_some_and(|p| p.filter_hook == "OUTPUT" && matches!(p.filter.verdict, Verdict::Drop | Verdict::Reject))
+            }
         }
     }
 
@@ -87,7 +102,7 @@ impl Branch {
     pub fn confirmed(&self) -> bool {
         match &self.walk {
             Walk::Iptables(t) => t.post.is_some(),
-            Walk::Nftables(t) => t.hooks.iter().any(|h| h.hook == Hook::Postrouting),
+            Walk::Nftables(t, plugin) => t.hooks.iter().any(|h| h.hook == Hook::Postrouting) && plugin.as_ref().is_none_or(|p| p.post.is_some()),
         }
     }
 
@@ -95,7 +110,7 @@ impl Branch {
     pub fn routed(&self) -> Packet {
         match &self.walk {
             Walk::Iptables(t) => t.routed,
-            Walk::Nftables(t) => t.routed,
+            Walk::Nftables(t, _) => t.routed,
         }
     }
 
@@ -105,15 +120,17 @@ impl Branch {
     pub fn remembered(&self, pkt: &Packet) -> Vec<(String, Ipv4Addr)> {
         match &self.walk {
             Walk::Iptables(t) => t.nat.recent_set.iter().map(|l| (l.clone(), pkt.src.ip)).collect(),
-            Walk::Nftables(t) => t.carried.updates.clone(),
+            Walk::Nftables(t, _) => t.carried.updates.clone(),
         }
     }
 
-    /// The iptables walk, in iptables mode.
+    /// The walk through the node's iptables rules: kube-proxy's in
+    /// iptables mode; in nftables mode the network plugin's, where the
+    /// packet met them.
     pub fn iptables(&self) -> Option<&Traversal> {
         match &self.walk {
             Walk::Iptables(t) => Some(t.as_ref()),
-            Walk::Nftables(_) => None,
+            Walk::Nftables(_, plugin) => plugin.as_deref(),
         }
     }
 }
@@ -124,7 +141,9 @@ impl Branch {
 #[derive(Clone, Debug)]
 pub enum NodeModel<'a> {
     Iptables { rules: &'a NodeRules, node: &'a Node, ctx: NodeContext },
-    Nftables { rs: &'a Ruleset, ctx: nftables::Context },
+    /// kube-proxy's table, and the network plugin's iptables rules where
+    /// the node holds any.
+    Nftables { rs: &'a Ruleset, plugin: Option<&'a NodeRules>, ctx: nftables::Context },
 }
 
 impl<'a> NodeModel<'a> {
@@ -133,7 +152,7 @@ impl<'a> NodeModel<'a> {
     pub fn of(pn: &'a PlannedNode) -> NodeModel<'a> {
         let local = node_addresses(&pn.node);
         match &pn.nft {
-            Some(rs) => NodeModel::Nftables { rs, ctx: nftables::Context::new(local) },
+            Some(rs) => NodeModel::Nftables { rs, plugin: pn.plugin_rules(), ctx: nftables::Context::new(local) },
             None => NodeModel::Iptables { rules: &pn.rules, node: &pn.node, ctx: NodeContext::new(local) },
         }
     }
@@ -143,15 +162,30 @@ impl<'a> NodeModel<'a> {
     pub fn branches(&self, entry: Entry, pkt: &Packet) -> Vec<Branch> {
         match self {
             NodeModel::Iptables { rules, ctx, .. } => branches(rules, entry, pkt, ctx),
-            NodeModel::Nftables { rs, ctx } => nft_branches(rs, entry, pkt, ctx),
+            NodeModel::Nftables { rs, plugin, ctx } => nft_branches(rs, *plugin, entry, pkt, ctx),
         }
     }
 
-    /// What `kubehops trace` says of the packet on a fresh node.
+    /// What `kubehops trace` says of the packet on a fresh node. Beside
+    /// the network plugin's rules, the masquerade and a refusal are
+    /// `NodeTables::decide`'s (the simulator's), which walks both.
     pub fn trace(&self, pkt: &Packet, from_node: bool) -> TraceResult {
         match self {
             NodeModel::Iptables { rules, node, .. } => trace(rules, node, pkt, from_node),
-            NodeModel::Nftables { rs, ctx } => trace_nftables(rs, ctx.local_addrs.clone(), pkt, from_node),
+            NodeModel::Nftables { rs, plugin: None, ctx } => trace_nftables(rs, ctx.local_addrs.clone(), pkt, from_node),
+            NodeModel::Nftables { rs, plugin: Some(rules), ctx } => {
+                let mut t = trace_nftables(rs, ctx.local_addrs.clone(), pkt, from_node);
+                let tables = NodeTables { iptables: (*rules).clone(), nftables: Some((*rs).clone()) };
+                let entry = if from_node { Entry::Local } else { Entry::Arriving };
+                let d = tables.decide(entry, pkt, ctx.local_addrs.clone(), &mut FixedDraws::new(vec![]));
+                t.masquerade = d.masquerade.is_some();
+                let refused = matches!(t.verdict, TraceVerdict::Reject | TraceVerdict::Drop);
+                if let (false, Some(r)) = (refused, &d.refused) {
+                    t.verdict = if r.rejected { TraceVerdict::Reject } else { TraceVerdict::Drop };
+                    t.targets.clear();
+                }
+                t
+            }
         }
     }
 
@@ -197,9 +231,18 @@ pub fn branches(rules: &NodeRules, entry: Entry, pkt: &Packet, ctx: &NodeContext
 /// The same in nftables mode: each arm of each `numgen random mod N` is
 /// asked of the dice as iptables' chain of matches asks it (`Dice::pick`),
 /// so the first branch is arm 0 everywhere, the one `trace_nftables`
-/// follows, and each arm's probability is 1/N.
-pub fn nft_branches(rs: &Ruleset, entry: Entry, pkt: &Packet, ctx: &nftables::Context) -> Vec<Branch> {
-    explore(|dice| Walk::Nftables(nftables::traverse(rs, entry, pkt, ctx, dice)))
+/// follows, and each arm's probability is 1/N. A packet the table neither
+/// refused nor masqueraded then walks the network plugin's iptables rules
+/// (`plugin`), as kube-proxy's DNAT left it (`NodeTables::decide`).
+pub fn nft_branches(rs: &Ruleset, plugin: Option<&NodeRules>, entry: Entry, pkt: &Packet, ctx: &nftables::Context) -> Vec<Branch> {
+    explore(|dice| {
+        let t = nftables::traverse(rs, entry, pkt, ctx, dice);
+        let p = plugin.filter(|_| t.refused().is_none() && !t.masquerade()).map(|rules| {
+            let plugin_ctx = NodeContext::new(ctx.local_addrs.clone());
+            Box::new(traverse(&rules.filter, &rules.nat, entry, &t.routed, &plugin_ctx, dice))
+        });
+        Walk::Nftables(t, p)
+    })
 }
 
 /// Every way `run` can go, trying each free choice of the dice both ways.
@@ -307,7 +350,7 @@ mod tests {
         let rs = nftables::sync_node(&node, &[svc], &[slice], &cfg);
         let ctx = nftables::Context::new(node_addresses(&node));
         let pkt = Packet::new(Protocol::Tcp, SockAddr::new(ip(10, 0, 0, 5), 40000), SockAddr::new(ip(172, 30, 0, 1), 80));
-        let b = nft_branches(&rs, Entry::Arriving, &pkt, &ctx);
+        let b = nft_branches(&rs, None, Entry::Arriving, &pkt, &ctx);
         let targets: Vec<SockAddr> = b.iter().filter_map(Branch::target).collect();
         assert_eq!(targets.iter().map(|t| t.ip).collect::<Vec<_>>(), [ip(10, 180, 0, 1), ip(10, 180, 0, 2), ip(10, 180, 0, 3)], "arm 0 first, as trace_nftables walks");
         for br in &b {
@@ -321,10 +364,10 @@ mod tests {
         // unallocated address of the range dropped: on the way out, for
         // the node's own packets.
         let other = Packet::new(Protocol::Tcp, pkt.src, SockAddr::new(ip(172, 30, 0, 1), 81));
-        let b = nft_branches(&rs, Entry::Arriving, &other, &ctx);
+        let b = nft_branches(&rs, None, Entry::Arriving, &other, &ctx);
         assert_eq!((b.len(), b[0].refused(), b[0].target()), (1, Some(Refusal::Reject), None));
         let unallocated = Packet::new(Protocol::Tcp, SockAddr::new(node.internal_ip, 40000), SockAddr::new(ip(172, 30, 0, 200), 80));
-        let b = nft_branches(&rs, Entry::Local, &unallocated, &ctx);
+        let b = nft_branches(&rs, None, Entry::Local, &unallocated, &ctx);
         assert_eq!(b[0].refused(), Some(Refusal::Drop));
         assert!(b[0].refused_on_output() && !b[0].confirmed());
     }

@@ -23,7 +23,10 @@
 //! in iptables mode each node holds the `filter` and `nat` rules of
 //! `kubeproxy::sync_node`; in nftables mode it holds the `ip kube-proxy`
 //! table of `nftables::sync_node` instead, and no iptables rules at all
-//! (kube-proxy writes none in that mode).
+//! (kube-proxy writes none in that mode). A scenario's data plane in
+//! nftables mode holds both: kube-proxy's table, and in iptables the
+//! network plugin's masquerade (ip-masq-agent's or kindnet's chain), as a
+//! real node does.
 
 use crate::decisions::{Decision, Source};
 use kubehops_core::api::{EndpointSlice, Node, Service, ServiceType, TrafficPolicy};
@@ -60,7 +63,8 @@ pub struct PlannedNode {
     pub implicit: bool,
     pub cfg: KubeProxyConfig,
     /// The node's iptables rules: kube-proxy's in iptables mode (or a
-    /// data plane's full tables), none in nftables mode.
+    /// data plane's full tables); in nftables mode none for a cluster,
+    /// the network plugin's for a scenario's data plane.
     pub rules: NodeRules,
     /// kube-proxy's `ip kube-proxy` table, in nftables mode.
     pub nft: Option<Ruleset>,
@@ -74,6 +78,19 @@ pub struct PlannedNode {
 impl PlannedNode {
     pub fn features(&self) -> NodeFeatures {
         self.cfg.node_features
+    }
+
+    /// Whether the node's iptables are loaded: always in iptables mode; in
+    /// nftables mode where something besides kube-proxy wrote rules (the
+    /// network plugin on a scenario's node).
+    pub fn uses_iptables(&self) -> bool {
+        self.nft.is_none() || self.rules.filter.chains.iter().chain(&self.rules.nat.chains).any(|c| !c.rules.is_empty())
+    }
+
+    /// The network plugin's iptables rules beside kube-proxy's nftables
+    /// table, if the node holds any.
+    pub fn plugin_rules(&self) -> Option<&NodeRules> {
+        self.nft.as_ref().and(self.uses_iptables().then_some(&self.rules))
     }
 }
 
@@ -137,12 +154,13 @@ pub enum Machine {
 }
 
 /// A data plane given as it is (a scenario's snapshot): every node with
-/// the full tables it holds, the Pods, the hosts.
+/// the full tables it holds (its iptables rules, and in nftables mode
+/// kube-proxy's `ip kube-proxy` table), the Pods, the hosts.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DataplaneSpec {
     pub name: String,
     pub proxy: KubeProxyConfig,
-    pub nodes: Vec<(Node, NodeRules)>,
+    pub nodes: Vec<(Node, NodeRules, Option<Ruleset>)>,
     /// Address, node name, the port it serves.
     pub pods: Vec<(Ipv4Addr, String, u16)>,
     pub hosts: Vec<PlannedHost>,
@@ -209,19 +227,24 @@ impl Plan {
     /// they held (nothing is synced again), every Pod listens on its port
     /// (TCP and UDP), and the outside namespace holds `outside` with
     /// servers on `listen`. Health check node ports are not served: no
-    /// scenario dials one.
+    /// scenario dials one. Nodes that hold kube-proxy's nftables table
+    /// make the plan's mode nftables.
     pub fn from_dataplane(spec: &DataplaneSpec, outside: Vec<Ipv4Addr>, listen: Vec<(Protocol, SockAddr)>) -> Result<Plan, String> {
-        let nodes = spec
+        let nodes: Vec<PlannedNode> = spec
             .nodes
             .iter()
-            .map(|(n, rules)| {
+            .map(|(n, rules, nft)| {
                 let mut cfg = spec.proxy.clone();
                 cfg.hostname_override = Some(n.name.clone());
+                if nft.is_some() {
+                    cfg.mode = ProxyMode::Nftables;
+                }
                 let (gateway, gateway_link_scope) = gateway_of(n);
-                PlannedNode { node: n.clone(), implicit: false, cfg, rules: rules.clone(), nft: None, gateway, gateway_link_scope, health_ports: Vec::new() }
+                PlannedNode { node: n.clone(), implicit: false, cfg, rules: rules.clone(), nft: nft.clone(), gateway, gateway_link_scope, health_ports: Vec::new() }
             })
             .collect();
-        let mut plan = Plan { name: spec.name.clone(), mode: ProxyMode::Iptables, nodes, pods: Vec::new(), outside, outside_listen: listen, hosts: spec.hosts.clone() };
+        let mode = if nodes.iter().any(|n| n.nft.is_some()) { ProxyMode::Nftables } else { ProxyMode::Iptables };
+        let mut plan = Plan { name: spec.name.clone(), mode, nodes, pods: Vec::new(), outside, outside_listen: listen, hosts: spec.hosts.clone() };
         for (addr, node, port) in &spec.pods {
             let n = plan.node_index(node).ok_or_else(|| format!("{}: Pod {addr} on unknown node {node}", spec.name))?;
             plan.pods.push(PlannedPod { ip: *addr, node: n, listen: vec![(Protocol::Tcp, *port), (Protocol::Udp, *port)] });
@@ -287,12 +310,27 @@ impl Plan {
         }
     }
 
-    /// A machine's rules as the scenario's hops number them.
+    /// A machine's iptables rules as the scenario's hops number them.
     pub fn machine_lines(&self, m: Machine) -> Vec<String> {
         match m {
             Machine::Node(i) => self.nodes[i].rules.save(),
             Machine::Host(h) => self.hosts[h].lines.clone(),
         }
+    }
+
+    /// kube-proxy's nftables table on a node, in nftables mode.
+    pub fn machine_nft(&self, m: Machine) -> Option<&Ruleset> {
+        match m {
+            Machine::Node(i) => self.nodes[i].nft.as_ref(),
+            Machine::Host(_) => None,
+        }
+    }
+
+    /// The rule of kube-proxy's nftables table at a line of its
+    /// transaction (`None` for a map element's line, or another line).
+    pub fn nft_rule_at(&self, m: Machine, line: usize) -> Option<&nftables::Rule> {
+        let rs = self.machine_nft(m)?;
+        rs.chains.iter().find_map(|c| c.rules.iter().enumerate().find(|(k, _)| rs.rule_line(&c.name, *k) == Some(line)).map(|(_, r)| r))
     }
 
     /// The rule at a line of [`Plan::machine_lines`].

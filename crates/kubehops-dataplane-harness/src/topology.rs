@@ -27,7 +27,10 @@
 //!
 //! A node's rules are kube-proxy's iptables rules, loaded with the
 //! topology's iptables backend, or in nftables mode its `ip kube-proxy`
-//! table, loaded with `nft` (hosts' own tables always use the backend).
+//! table, loaded with `nft`, after the network plugin's iptables rules
+//! where the node has any (with the backend, so at the nat hooks, where
+//! both sit at the same priority, the kernel asks kube-proxy's chains
+//! first, as the model does). Hosts' own tables always use the backend.
 //!
 //! Dropping a [`Topology`] stops its servers, then deletes every
 //! namespace (which removes the veths with them).
@@ -224,15 +227,22 @@ impl Topology {
 
     fn load_rules(&self) -> Result<(), String> {
         for (i, n) in self.plan.nodes.iter().enumerate() {
-            let loaded = match &n.nft {
-                // A cluster's node in nftables mode holds no iptables rule
-                // (nothing but kube-proxy writes rules on one).
-                Some(_) if n.rules.filter.chains.iter().chain(&n.rules.nat.chains).any(|c| !c.rules.is_empty()) => {
-                    Err("iptables rules beside kube-proxy's nftables table are not loaded by the harness yet".to_string())
+            // Of nat chains at one hook and priority, the kernel asks the
+            // one registered last first, and stops at the first that sets
+            // up the connection's NAT: kube-proxy's table goes in after the
+            // network plugin's iptables rules, so its masquerade comes
+            // first, as in `NodeTables::decide`. A cluster's node in
+            // nftables mode holds no iptables rule at all.
+            let iptables = n.uses_iptables();
+            let loaded = (|| {
+                if iptables {
+                    kernel::load_rules(&self.nodes[i], self.backend, &n.rules, n.features())?;
                 }
-                Some(rs) => kernel::load_nft(&self.nodes[i], rs),
-                None => kernel::load_rules(&self.nodes[i], self.backend, &n.rules, n.features()),
-            };
+                match &n.nft {
+                    Some(rs) => kernel::load_nft(&self.nodes[i], rs, iptables),
+                    None => Ok(()),
+                }
+            })();
             loaded.map_err(|e| format!("node {}: {e}", n.node.name))?;
         }
         for (h, host) in self.plan.hosts.iter().enumerate() {
@@ -301,10 +311,13 @@ impl Topology {
     }
 
     /// What decides packets here, for messages: `iptables-nft`,
-    /// `iptables-legacy`, or `nftables` (kube-proxy's nftables mode).
+    /// `iptables-legacy`, or `nftables` (kube-proxy's nftables mode;
+    /// `nftables, plugin with iptables-nft` where a node holds the network
+    /// plugin's iptables rules too).
     pub fn label(&self) -> String {
         match self.plan.mode {
             ProxyMode::Iptables => format!("iptables-{}", self.backend.name()),
+            ProxyMode::Nftables if self.plan.nodes.iter().any(|n| n.plugin_rules().is_some()) => format!("nftables, plugin with iptables-{}", self.backend.name()),
             ProxyMode::Nftables => "nftables".into(),
         }
     }
@@ -313,8 +326,9 @@ impl Topology {
     /// connections and affinity sets) on every node and host.
     pub fn reset(&self) -> Result<(), String> {
         for (i, ns) in self.nodes.iter().enumerate() {
-            match &self.plan.nodes[i].nft {
-                Some(rs) => kernel::reset_nft(ns, &kernel::dynamic_sets(rs))?,
+            let n = &self.plan.nodes[i];
+            match &n.nft {
+                Some(rs) => kernel::reset_nft(ns, &kernel::dynamic_sets(rs), n.uses_iptables().then_some(self.backend))?,
                 None => kernel::reset(ns, self.backend)?,
             }
         }
@@ -334,8 +348,9 @@ impl Topology {
     }
 
     fn read_node(&self, i: usize) -> Result<kernel::NodeState, String> {
-        match &self.plan.nodes[i].nft {
-            Some(rs) => kernel::read_nft(&self.nodes[i], &kernel::dynamic_sets(rs)),
+        let n = &self.plan.nodes[i];
+        match &n.nft {
+            Some(rs) => kernel::read_nft(&self.nodes[i], &kernel::dynamic_sets(rs), n.uses_iptables().then_some(self.backend)),
             None => kernel::read(&self.nodes[i], self.backend),
         }
     }

@@ -2,7 +2,10 @@
 //! [`ScenarioReplay`]s. This is the only code of the harness that reads
 //! `sim` and `scenarios`.
 //!
-//! Each scenario is built with the parameter sets of [`cases`]. Every step
+//! Each scenario is built with the parameter sets of [`cases`], in each of
+//! kube-proxy's modes asked for (`mode=nftables` added to every set for
+//! the nftables mode; a node's snapshot then holds kube-proxy's `ip
+//! kube-proxy` table beside the network plugin's iptables rules). Every step
 //! that carries packets keeps the data plane its connections ran on
 //! (`Step::snapshot`); steps with the same data plane share one replay. A
 //! connection is the hops of one `conn` (a what-if apart), across steps;
@@ -10,7 +13,7 @@
 //! the scenario's [`Coverage`]. So is every hop that carries no packet.
 
 use super::{Client, Connection, Coverage, End, MachineHop, ScenarioReplay};
-use crate::plan::{DataplaneSpec, PlannedHost};
+use crate::plan::{DataplaneSpec, PlannedHost, ProxyMode};
 use kubehops_core::dataplane::iptables::{RuleRef, TableName};
 use kubehops_core::dataplane::kubeproxy::NodeRules;
 use kubehops_core::dataplane::rules::RuleTable;
@@ -106,36 +109,45 @@ fn params(id: &str, pairs: &[(&str, &str)]) -> Result<Params, String> {
     Ok(p)
 }
 
-/// Every case's connections, one replay per distinct data plane, and
-/// what each scenario holds that is not replayed.
-pub fn replays() -> Result<(Vec<ScenarioReplay>, Vec<Coverage>), String> {
+/// Every case's connections in each of `modes`, one replay per distinct
+/// data plane, and what each scenario holds that is not replayed (one
+/// [`Coverage`] per scenario and mode).
+pub fn replays(modes: &[ProxyMode]) -> Result<(Vec<ScenarioReplay>, Vec<Coverage>), String> {
     let mut planes: Vec<(String, DataplaneSnapshot, ScenarioReplay)> = Vec::new();
     let mut cover: Vec<Coverage> = Vec::new();
     let mut built: Vec<(&str, Params)> = Vec::new();
-    for (id, pairs) in cases() {
-        // A stated set that is the defaults is built once.
-        let p = params(id, &pairs)?;
-        if built.iter().any(|(i, q)| *i == id && *q == p) {
-            continue;
+    for &mode in modes {
+        for (id, mut pairs) in cases() {
+            if mode == ProxyMode::Nftables {
+                pairs.push((scenarios::params::PROXY_MODE, "nftables"));
+            }
+            // A stated set that is the defaults is built once.
+            let p = params(id, &pairs)?;
+            if built.iter().any(|(i, q)| *i == id && *q == p) {
+                continue;
+            }
+            built.push((id, p.clone()));
+            if p.proxy_mode() != mode {
+                return Err(format!("{id}: built with {} asked for kube-proxy's {} mode", p.proxy_mode().as_str(), mode.as_str()));
+            }
+            let s = scenarios::build(id, &p).ok_or_else(|| format!("no scenario {id}"))?;
+            let label = if pairs.is_empty() { format!("{id} (defaults)") } else { format!("{id} {}", pairs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")) };
+            let at = cover.iter().position(|c| c.scenario == id && c.mode == mode).unwrap_or_else(|| {
+                cover.push(Coverage { scenario: id.into(), mode, ..Default::default() });
+                cover.len() - 1
+            });
+            cover[at].builds += 1;
+            collect(&s, &label, mode, &mut planes, &mut cover[at]);
         }
-        built.push((id, p.clone()));
-        let s = scenarios::build(id, &p).ok_or_else(|| format!("no scenario {id}"))?;
-        let label = if pairs.is_empty() { format!("{id} (defaults)") } else { format!("{id} {}", pairs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")) };
-        let at = cover.iter().position(|c| c.scenario == id).unwrap_or_else(|| {
-            cover.push(Coverage { scenario: id.into(), ..Default::default() });
-            cover.len() - 1
-        });
-        cover[at].builds += 1;
-        collect(&s, &label, &mut planes, &mut cover[at]);
     }
     for c in &mut cover {
-        c.data_planes = planes.iter().filter(|(id, ..)| *id == c.scenario).count();
+        c.data_planes = planes.iter().filter(|(id, _, r)| *id == c.scenario && r.mode == c.mode).count();
     }
     Ok((planes.into_iter().map(|(_, _, r)| r).collect(), cover))
 }
 
 /// One built scenario: its hops, sorted into connections by data plane.
-fn collect(s: &Scenario, label: &str, planes: &mut Vec<(String, DataplaneSnapshot, ScenarioReplay)>, cov: &mut Coverage) {
+fn collect(s: &Scenario, label: &str, mode: ProxyMode, planes: &mut Vec<(String, DataplaneSnapshot, ScenarioReplay)>, cov: &mut Coverage) {
     let mut groups: Vec<((u32, bool), usize, Vec<&Hop>)> = Vec::new();
     for (i, st) in s.steps.iter().enumerate() {
         for h in &st.hops {
@@ -172,7 +184,7 @@ fn collect(s: &Scenario, label: &str, planes: &mut Vec<(String, DataplaneSnapsho
         cov.packet_hops += c.packet_hops;
         let at = planes.iter().position(|(id, p, _)| *id == s.id && p == snap).unwrap_or_else(|| {
             let name = format!("{} data plane of {label}, step {}", s.id, step + 1);
-            planes.push((s.id.clone(), snap.clone(), ScenarioReplay { scenario: s.id.clone(), dataplane: dataplane(s, snap, name), connections: Vec::new() }));
+            planes.push((s.id.clone(), snap.clone(), ScenarioReplay { scenario: s.id.clone(), mode, dataplane: dataplane(s, snap, name), connections: Vec::new() }));
             planes.len() - 1
         });
         let replay = &mut planes[at].2;
@@ -248,16 +260,11 @@ fn connection(s: &Scenario, snap: &DataplaneSnapshot, hops: &[&Hop], what: Strin
     Ok((c, hops.len() - part.len()))
 }
 
-fn matched(r: &MatchedRule) -> (TableName, usize, String) {
-    // The scenarios run kube-proxy's iptables mode; a rule of the
-    // nftables mode's table has no iptables line, and would be found
-    // nowhere (mangle holds no rule the harness numbers).
-    let table = match r.table {
-        RuleTable::Filter => TableName::Filter,
-        RuleTable::Nat => TableName::Nat,
-        RuleTable::Mangle | RuleTable::KubeProxy => TableName::Mangle,
-    };
-    (table, r.line, r.text.clone())
+/// A matched rule as the replay checks it: its table (an iptables table,
+/// or kube-proxy's `ip kube-proxy`), its line (of `iptables-save`, or of
+/// the nftables transaction) and its text.
+fn matched(r: &MatchedRule) -> (RuleTable, usize, String) {
+    (r.table, r.line, r.text.clone())
 }
 
 /// A hop on which a machine's rules decided a new connection.
@@ -291,7 +298,7 @@ fn dataplane(s: &Scenario, snap: &DataplaneSnapshot, name: String) -> DataplaneS
     DataplaneSpec {
         name,
         proxy: snap.proxy.clone(),
-        nodes: snap.nodes.iter().map(|n| (n.node.clone(), n.rules.clone())).collect(),
+        nodes: snap.nodes.iter().map(|n| (n.node.clone(), n.rules.clone(), n.nftables.clone())).collect(),
         pods: snap.pods.iter().map(|p| (p.ip, p.node.clone(), p.port)).collect(),
         hosts: snap.hosts.iter().map(|h| planned_host(s, h)).collect(),
     }

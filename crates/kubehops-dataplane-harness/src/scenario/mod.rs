@@ -22,6 +22,15 @@
 //! the kernel's own, and are compared as one value wherever the model
 //! uses the same port; a masquerade without it must keep the port.
 //!
+//! Every case runs in both of kube-proxy's modes (the nftables mode's
+//! builds add `mode=nftables`). In nftables mode a node holds kube-proxy's
+//! `ip kube-proxy` table beside the network plugin's iptables rules (its
+//! masquerade), loaded as on a real node; a hop names lines of both (of
+//! the table's transaction, `RuleTable::KubeProxy`, or of `iptables-save`),
+//! each checked against the rebuilt machine, and the plugin's lines are
+//! counted as in iptables mode (kube-proxy's nftables rules have no
+//! counters).
+//!
 //! Only [`adapter`] knows the simulator's types: the rest works on
 //! [`ScenarioReplay`], so a new simulator changes that module alone.
 
@@ -31,11 +40,13 @@ use crate::check::{self, Report};
 use crate::decisions::{Decision, Mode, Source};
 use crate::kernel::{KernelEntry, NodeState};
 use crate::oracle;
-use crate::plan::{DataplaneSpec, Machine, Plan};
+use crate::plan::{DataplaneSpec, Machine, Plan, ProxyMode};
 use crate::stats;
 use crate::topology::Topology;
 use crate::wire::{self, Answer, Outcome};
 use kubehops_core::dataplane::iptables::{TableName, Target};
+use kubehops_core::dataplane::nftables;
+use kubehops_core::dataplane::rules::RuleTable;
 use kubehops_core::dataplane::netfilter::Entry;
 use kubehops_core::net::{Packet, Protocol, SockAddr};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -45,6 +56,8 @@ use std::net::Ipv4Addr;
 pub struct ScenarioReplay {
     /// The scenario's id.
     pub scenario: String,
+    /// The mode kube-proxy ran in (the scenario's `mode`).
+    pub mode: ProxyMode,
     pub dataplane: DataplaneSpec,
     pub connections: Vec<Connection>,
 }
@@ -97,8 +110,9 @@ pub struct MachineHop {
     pub before: Packet,
     pub after: Packet,
     pub could_reach: Vec<SockAddr>,
-    /// The rules that matched: table, line as the hop numbers it, text.
-    pub matched: Vec<(TableName, usize, String)>,
+    /// The rules that matched: table, line as the hop numbers it (in
+    /// `iptables-save`, or for `ip kube-proxy` in its transaction), text.
+    pub matched: Vec<(RuleTable, usize, String)>,
     /// Whether the machine masqueraded the packet (a masquerade that
     /// changed nothing is not one).
     pub snat: bool,
@@ -112,17 +126,19 @@ pub enum End {
     /// scenario draws no way back).
     Answered { server: SockAddr, reply_from: Option<SockAddr> },
     /// A machine's filter rules dropped or rejected it.
-    Filtered { machine: String, rejected: bool, rule: Option<(TableName, usize, String)> },
+    Filtered { machine: String, rejected: bool, rule: Option<(RuleTable, usize, String)> },
     /// Nothing listens: refused.
     Refused,
     /// The answer came back from another address than the one dialled.
     WrongSource { got: SockAddr },
 }
 
-/// What one scenario's cases hold, and what of it the harness replays.
+/// What one scenario's cases hold in one of kube-proxy's modes, and what
+/// of it the harness replays.
 #[derive(Clone, Debug, Default)]
 pub struct Coverage {
     pub scenario: String,
+    pub mode: ProxyMode,
     pub builds: usize,
     /// Distinct data planes the connections ran on (one set of namespaces each).
     pub data_planes: usize,
@@ -140,9 +156,10 @@ pub struct Coverage {
     pub stand_ins: BTreeMap<&'static str, usize>,
 }
 
-/// The scenarios the core builds, as replays, and their coverage.
-pub fn connections() -> Result<(Vec<ScenarioReplay>, Vec<Coverage>), String> {
-    adapter::replays()
+/// The scenarios the core builds with kube-proxy in each of `modes`, as
+/// replays, and their coverage.
+pub fn connections(modes: &[ProxyMode]) -> Result<(Vec<ScenarioReplay>, Vec<Coverage>), String> {
+    adapter::replays(modes)
 }
 
 /// Addresses and servers outside the cluster the connections need.
@@ -155,7 +172,7 @@ fn outside_of(s: &ScenarioReplay) -> (Vec<Ipv4Addr>, Vec<(Protocol, SockAddr)>) 
             addrs.insert(c.sent.src.ip);
         }
         if let End::Answered { server, .. } = c.end {
-            let inside = pods.contains(&server.ip) || s.dataplane.nodes.iter().any(|(n, _)| n.internal_ip == server.ip);
+            let inside = pods.contains(&server.ip) || s.dataplane.nodes.iter().any(|(n, ..)| n.internal_ip == server.ip);
             if !inside {
                 addrs.insert(server.ip);
                 listen.insert((c.proto(), server));
@@ -182,7 +199,13 @@ pub fn replay(s: &ScenarioReplay, backend: crate::kernel::Backend, report: &mut 
     }
     let topo = match Topology::build(plan, backend) {
         Ok(t) => t,
-        Err(e) => return fail_all(s, report, format!("cannot build the cluster with iptables-{}: {e}", backend.name())),
+        Err(e) => {
+            let with = match s.mode {
+                ProxyMode::Iptables => format!("iptables-{}", backend.name()),
+                ProxyMode::Nftables => format!("kube-proxy's nftables mode (the network plugin's rules with iptables-{})", backend.name()),
+            };
+            return fail_all(s, report, format!("cannot build the cluster with {with}: {e}"));
+        }
     };
     for (c, d) in s.connections.iter().zip(&decisions) {
         let n = decisions_of(c);
@@ -232,12 +255,13 @@ fn split_decision(plan: &Plan, c: &Connection) -> Option<Decision> {
     Some(Decision { what, node: h.machine.clone(), source, src: h.before.src.ip, proto: c.proto(), dst: h.before.dst, want: None, mode: Mode::Split })
 }
 
-/// Decisions are the same when the node holds the same rules and the
-/// same packet arrives from the same kind of source.
+/// Decisions are the same when the node holds the same rules (iptables,
+/// and kube-proxy's nftables table) and the same packet arrives from the
+/// same kind of source.
 fn decision_key(plan: &Plan, d: &Decision) -> String {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    plan.machine(&d.node).map(|m| plan.machine_lines(m)).hash(&mut h);
+    plan.machine(&d.node).map(|m| (plan.machine_lines(m), plan.machine_nft(m).map(nftables::Ruleset::transaction))).hash(&mut h);
     format!("{}|{:?}|{}|{:?}|{}|{:x}", d.node, d.source, d.src, d.proto, d.dst, h.finish())
 }
 
@@ -290,7 +314,11 @@ fn pick_probability(plan: &Plan, c: &Connection) -> Result<f64, String> {
         let m = machine(plan, &h.machine)?;
         let own = i == 0 && matches!(c.client, Client::Machine(_));
         let entry = if own { Entry::Local } else { Entry::Arriving };
-        let branches = oracle::branches(plan.machine_rules(m), entry, &h.before, &plan.machine_ctx(m));
+        let branches = match m {
+            // A node in its proxy mode (with the network plugin's rules).
+            Machine::Node(n) => oracle::NodeModel::of(&plan.nodes[n]).branches(entry, &h.before),
+            Machine::Host(_) => oracle::branches(plan.machine_rules(m), entry, &h.before, &plan.machine_ctx(m)),
+        };
         p *= branches.iter().filter(|b| b.target() == Some(h.after.dst)).map(|b| b.probability).sum::<f64>();
     }
     Ok(p)
@@ -372,31 +400,51 @@ fn describe(o: &Outcome) -> String {
 }
 
 /// Every rule line a hop (or the drop) names is that line of the rules
-/// the rebuilt machine holds.
+/// the rebuilt machine holds: of its `iptables-save`, or for kube-proxy's
+/// nftables table, of its transaction (`Ruleset::transaction`).
 fn check_lines(plan: &Plan, c: &Connection) -> Result<(), String> {
     let drop = match &c.end {
         End::Filtered { machine, rule: Some(r), .. } => Some((machine, r)),
         _ => None,
     };
     let named = c.hops.iter().flat_map(|h| h.matched.iter().map(move |r| (&h.machine, r))).chain(drop);
-    for (name, (_, line, text)) in named {
-        let lines = plan.machine_lines(machine(plan, name)?);
+    for (name, (table, line, text)) in named {
+        let m = machine(plan, name)?;
+        let lines = match table {
+            RuleTable::KubeProxy => plan.machine_nft(m).ok_or_else(|| format!("{name}: the scenario names line {line} of ip kube-proxy, which the rebuilt machine does not hold"))?.transaction(),
+            _ => plan.machine_lines(m),
+        };
         if lines.get(*line) != Some(text) {
-            return Err(format!("{name}: line {line} is {:?} in the rebuilt rules, {text:?} in the scenario", lines.get(*line)));
+            return Err(format!("{name}: {} line {line} is {:?} in the rebuilt rules, {text:?} in the scenario", table.name(), lines.get(*line)));
         }
     }
     Ok(())
 }
 
-/// Whether the MASQUERADE a hop matched draws its port (`--random-fully`).
+/// The iptables table of a hop's line (`None`: kube-proxy's nftables table).
+fn iptables_table(t: RuleTable) -> Option<TableName> {
+    match t {
+        RuleTable::Filter => Some(TableName::Filter),
+        RuleTable::Nat => Some(TableName::Nat),
+        RuleTable::Mangle => Some(TableName::Mangle),
+        RuleTable::KubeProxy => None,
+    }
+}
+
+/// Whether the masquerade a hop matched draws its port (iptables'
+/// `--random-fully`, nftables' `masquerade fully-random`).
 fn random_fully(plan: &Plan, h: &MachineHop) -> bool {
     let Some(m) = plan.machine(&h.machine) else { return false };
-    h.matched.iter().rev().filter(|(t, ..)| *t == TableName::Nat).find_map(|(t, line, _)| {
-        let r = plan.rule_at(m, *t, *line)?;
-        match plan.machine_rules(m).rule(&r)?.target {
-            Target::Masquerade { random_fully } => Some(random_fully),
-            _ => None,
+    h.matched.iter().rev().find_map(|(t, line, _)| match t {
+        RuleTable::Nat => {
+            let r = plan.rule_at(m, TableName::Nat, *line)?;
+            match plan.machine_rules(m).rule(&r)?.target {
+                Target::Masquerade { random_fully } => Some(random_fully),
+                _ => None,
+            }
         }
+        RuleTable::KubeProxy => (plan.nft_rule_at(m, *line)?.action == nftables::Action::MasqueradeFullyRandom).then_some(true),
+        RuleTable::Filter | RuleTable::Mangle => None,
     }) == Some(true)
 }
 
@@ -450,7 +498,9 @@ fn compare_hop_entry(name: &str, h: &MachineHop, ports: &Ports, answered: bool, 
 /// Each hop's nat lines counted once on its machine and no other nat
 /// rule anywhere (but on the machine that dropped the packet, whose nat
 /// walk the scenario does not list); each of its filter lines, and the
-/// rule that dropped it, counted.
+/// rule that dropped it, counted. kube-proxy's nftables rules have no
+/// counters: only their lines are checked (`check_lines`), and the
+/// network plugin's iptables rules beside them are counted as above.
 fn compare_counters(topo: &Topology, c: &Connection, machines: &[Machine], states: &[NodeState]) -> Result<Vec<String>, String> {
     let plan = &topo.plan;
     let mut want: Vec<BTreeMap<(String, usize), u64>> = vec![BTreeMap::new(); machines.len()];
@@ -465,6 +515,7 @@ fn compare_counters(topo: &Topology, c: &Connection, machines: &[Machine], state
     };
     let lines = c.hops.iter().flat_map(|h| h.matched.iter().map(move |r| (h.machine.clone(), r.clone()))).chain(drop.iter().filter_map(|(m, r)| Some((m.clone(), r.clone()?))));
     for (name, (table, line, text)) in lines {
+        let Some(table) = iptables_table(table) else { continue };
         let i = index(&name)?;
         let r = plan.rule_at(machines[i], table, line).ok_or_else(|| format!("{name}: no rule at line {line}"))?;
         match table {
@@ -504,7 +555,11 @@ mod tests {
     use kubehops_core::net::ip;
 
     fn all() -> (Vec<ScenarioReplay>, Vec<Coverage>) {
-        connections().expect("the scenarios build")
+        connections(&[ProxyMode::Iptables]).expect("the scenarios build")
+    }
+
+    fn all_nftables() -> (Vec<ScenarioReplay>, Vec<Coverage>) {
+        connections(&[ProxyMode::Nftables]).expect("the scenarios build in nftables mode")
     }
 
     fn find<'a>(r: &'a [ScenarioReplay], what: &str) -> Vec<&'a Connection> {
@@ -591,8 +646,10 @@ mod tests {
     #[test]
     fn the_rebuilt_data_plane_holds_the_rules_every_hop_matched() {
         let (r, _) = all();
-        for s in &r {
+        let (n, _) = all_nftables();
+        for s in r.iter().chain(&n) {
             let plan = Plan::from_dataplane(&s.dataplane, Vec::new(), Vec::new()).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(plan.mode, s.mode, "{}", s.dataplane.name);
             for c in &s.connections {
                 check_lines(&plan, c).unwrap_or_else(|e| panic!("{}: {e}", c.what));
                 assert!(c.hops.iter().filter(|h| plan.node_index(&h.machine).is_some()).all(|h| !h.matched.is_empty()), "{}", c.what);
@@ -600,5 +657,52 @@ mod tests {
                 assert!(p > 0.0 && p <= 1.0, "{}: the scenario's pick has probability {p}", c.what);
             }
         }
+    }
+
+    #[test]
+    fn every_case_is_replayed_in_nftables_mode_too() {
+        let (ipt, ipt_cov) = all();
+        let (nft, nft_cov) = all_nftables();
+        assert!(nft.iter().all(|s| s.mode == ProxyMode::Nftables) && nft_cov.iter().all(|c| c.mode == ProxyMode::Nftables));
+        // The same cases, scenario by scenario: as many builds, and connections.
+        for c in &ipt_cov {
+            let n = nft_cov.iter().find(|n| n.scenario == c.scenario).unwrap_or_else(|| panic!("{} in nftables mode", c.scenario));
+            assert_eq!(n.builds, c.builds, "{}", c.scenario);
+            assert!(n.connections > 0 && n.packet_hops > 0, "{}", c.scenario);
+        }
+        assert!(nft.iter().all(|s| s.connections.iter().all(|c| c.what.contains("mode=nftables"))));
+        // Every node holds kube-proxy's table; kube-proxy's lines are
+        // named by the transaction, the network plugin's by iptables-save.
+        let lines = |r: &[ScenarioReplay], t: RuleTable| r.iter().flat_map(|s| s.connections.iter().flat_map(|c| c.hops.iter().flat_map(|h| h.matched.iter()))).filter(|m| m.0 == t).count();
+        assert!(nft.iter().all(|s| s.dataplane.nodes.iter().all(|(_, _, rs)| rs.is_some())));
+        assert!(ipt.iter().all(|s| s.dataplane.nodes.iter().all(|(_, _, rs)| rs.is_none())));
+        assert_eq!(lines(&ipt, RuleTable::KubeProxy), 0);
+        assert!(lines(&nft, RuleTable::KubeProxy) > 0 && lines(&nft, RuleTable::Nat) > 0, "the network plugin's masquerade is matched too");
+        let plugin = nft.iter().flat_map(|s| s.dataplane.nodes.iter()).filter(|(_, rules, _)| rules.nat.chains.iter().any(|c| !c.rules.is_empty())).count();
+        assert!(plugin > 0, "nodes hold the network plugin's iptables rules beside kube-proxy's table");
+        // The lab's kindnet nodes: both at once in the plan.
+        let lab = nft.iter().find(|s| s.scenario == "local-lab").expect("the lab");
+        let plan = Plan::from_dataplane(&lab.dataplane, Vec::new(), Vec::new()).unwrap();
+        assert!(plan.nodes.iter().all(|n| n.nft.is_some() && n.uses_iptables() && n.plugin_rules().is_some()));
+        // A kube-proxy line is held to the transaction: one line off, or
+        // read as an iptables line, it is caught.
+        let c = lab.connections.iter().find(|c| c.hops.iter().any(|h| h.matched.iter().any(|m| m.0 == RuleTable::KubeProxy))).expect("a hop through ip kube-proxy");
+        let (h, k) = c.hops.iter().enumerate().find_map(|(h, x)| Some((h, x.matched.iter().position(|m| m.0 == RuleTable::KubeProxy)?))).unwrap();
+        for wrong in [(RuleTable::KubeProxy, c.hops[h].matched[k].1 + 1), (RuleTable::Nat, c.hops[h].matched[k].1)] {
+            let mut bad = c.clone();
+            (bad.hops[h].matched[k].0, bad.hops[h].matched[k].1) = wrong;
+            assert!(check_lines(&plan, &bad).is_err(), "{wrong:?}");
+        }
+        // kube-proxy's masquerade always draws the port (fully-random);
+        // the network plugin's as its rule says.
+        let snat = |by: RuleTable| {
+            nft.iter().flat_map(|s| s.connections.iter().flat_map(move |c| c.hops.iter().map(move |h| (s, h)))).find(|(_, h)| h.snat && h.matched.iter().rev().find(|m| m.2.contains("masquerade") || m.2.contains("MASQUERADE")).is_some_and(|m| m.0 == by))
+        };
+        let plan_of = |s: &ScenarioReplay| Plan::from_dataplane(&s.dataplane, Vec::new(), Vec::new()).unwrap();
+        let (s, h) = snat(RuleTable::KubeProxy).expect("a hop kube-proxy masqueraded");
+        assert!(random_fully(&plan_of(s), h), "{:?}", h.matched);
+        let (s, h) = snat(RuleTable::Nat).expect("a hop the network plugin masqueraded (a Pod's egress)");
+        let rule = h.matched.iter().rev().find(|m| m.2.contains("-j MASQUERADE")).unwrap();
+        assert_eq!(random_fully(&plan_of(s), h), rule.2.contains("--random-fully"), "{rule:?}");
     }
 }
