@@ -42,6 +42,7 @@ use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
 mod listing;
+pub mod resync;
 mod view;
 pub mod walk;
 
