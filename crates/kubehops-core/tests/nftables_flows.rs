@@ -32,6 +32,9 @@
 //! `UPDATE_EXPECT=1 cargo test -p kubehops-core --test nftables_flows`
 //! rewrites them.
 
+#[path = "support/nft.rs"]
+mod nft;
+
 use kubehops_core::api::*;
 use kubehops_core::dataplane::kubeproxy::KubeProxyConfig;
 use kubehops_core::dataplane::nftables::{self, sync_node, NftablesConfig, Ruleset};
@@ -794,8 +797,7 @@ fn upstream_packet_flows() {
 /// turns that into a failure.
 #[test]
 fn the_kernel_loads_every_ruleset_the_flows_walk() {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
+    use std::process::Command;
     let required = std::env::var_os("KUBEHOPS_REQUIRE_KERNEL_TEST").is_some_and(|v| v == "1");
     let tools = Command::new("unshare").args(["--net", "nft", "--version"]).output();
     if !tools.as_ref().is_ok_and(|o| o.status.success()) {
@@ -808,15 +810,7 @@ fn the_kernel_loads_every_ruleset_the_flows_walk() {
         for run in &t.runs {
             let Ok(w) = &run.world else { continue };
             let rs = sync_node(&node(), &w.services, &w.slices, &w.cfg);
-            let mut child = Command::new("unshare")
-                .args(["--net", "sh", "-c", "nft -f - && nft list table ip kube-proxy"])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("unshare runs");
-            child.stdin.take().unwrap().write_all((rs.transaction().join("\n") + "\n").as_bytes()).unwrap();
-            let out = child.wait_with_output().unwrap();
+            let out = nft::load_and_list(&(rs.transaction().join("\n") + "\n"));
             let what = format!("{} / {}", t.name, run.label());
             assert!(out.status.success(), "{what}: nft -f refused the model's transaction:\n{}", String::from_utf8_lossy(&out.stderr));
             assert_eq!(String::from_utf8_lossy(&out.stdout), rs.list().join("\n") + "\n", "{what}: nft list differs from Ruleset::list");

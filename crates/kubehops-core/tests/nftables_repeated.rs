@@ -21,12 +21,15 @@
 //! after each sync `nft list table ip kube-proxy` must print what
 //! `Ruleset::list` says of the model's table.
 
+#[path = "support/nft.rs"]
+mod nft;
+
+use nft::{missing_from, upstream_sorted};
 use kubehops_core::api::*;
 use kubehops_core::dataplane::kubeproxy::KubeProxyConfig;
 use kubehops_core::dataplane::nftables::resync::{Sync, SyncState};
 use kubehops_core::dataplane::nftables::NftablesConfig;
 use kubehops_core::net::{ip, Protocol};
-use std::cmp::Reverse;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
@@ -212,46 +215,6 @@ fn run() -> (Vec<Step>, Vec<Synced>) {
     step("no changes", "10-svc3-restored.txt", Some(0), None);
 
     (steps, r.synced)
-}
-
-/// What upstream's sortNFTablesTransaction does to a dump.
-fn upstream_sorted<S: AsRef<str>>(lines: &[S]) -> Vec<String> {
-    let mut out: Vec<String> = lines.iter().map(|l| l.as_ref().trim().to_string()).filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
-    let rank = |kind: &str| match kind {
-        "table" => 10,
-        "chain" => 9,
-        "rule" => 8,
-        "set" => 7,
-        "map" => 6,
-        "element" => 5,
-        _ => 0,
-    };
-    // (type, object name, the line unless it is a rule); a stable sort
-    // keeps each chain's rules in order.
-    out.sort_by_cached_key(|l| {
-        let w: Vec<&str> = l.split(' ').collect();
-        if w.len() < 5 {
-            return (Reverse(0), String::new(), String::new());
-        }
-        let whole = if w[1] == "rule" { String::new() } else { l.clone() };
-        (Reverse(rank(w[1])), w[4].to_string(), whole)
-    });
-    out
-}
-
-/// Lines in `a` not matched by one in `b` (as multisets).
-fn missing_from(a: &[String], b: &[String]) -> Vec<String> {
-    let mut rest: Vec<&String> = b.iter().collect();
-    let mut out = Vec::new();
-    for l in a {
-        match rest.iter().position(|x| *x == l) {
-            Some(i) => {
-                rest.swap_remove(i);
-            }
-            None => out.push(l.clone()),
-        }
-    }
-    out
 }
 
 fn golden(file: &str) -> Vec<String> {

@@ -9,11 +9,14 @@
 //! set, map, element), then by object name, rules keeping their order
 //! within a chain, other lines by their whole text.
 
+#[path = "support/nft.rs"]
+mod nft;
+
+use nft::{missing_from, upstream_sorted};
 use kubehops_core::api::*;
 use kubehops_core::dataplane::kubeproxy::KubeProxyConfig;
 use kubehops_core::dataplane::nftables::{sync_node, NftablesConfig, Ruleset};
 use kubehops_core::net::{ip, Protocol};
-use std::cmp::Reverse;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
@@ -143,47 +146,6 @@ fn variants() -> Vec<(&'static str, Ruleset)> {
     ]
 }
 
-/// What upstream's sortNFTablesTransaction does to a dump.
-fn upstream_sorted<S: AsRef<str>>(lines: &[S]) -> Vec<String> {
-    let mut out: Vec<String> = lines.iter().map(|l| l.as_ref().to_string()).filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
-    let rank = |kind: &str| match kind {
-        "table" => 10,
-        "chain" => 9,
-        "rule" => 8,
-        "set" => 7,
-        "map" => 6,
-        "element" => 5,
-        _ => 0,
-    };
-    // (type, object name, the line unless it is a rule); a stable sort
-    // keeps each chain's rules in order. Lines of fewer than 5 words
-    // (none here) would stay where they are in upstream's sort.
-    out.sort_by_cached_key(|l| {
-        let w: Vec<&str> = l.split(' ').collect();
-        if w.len() < 5 {
-            return (Reverse(0), String::new(), String::new());
-        }
-        let whole = if w[1] == "rule" { String::new() } else { l.clone() };
-        (Reverse(rank(w[1])), w[4].to_string(), whole)
-    });
-    out
-}
-
-/// Lines in `a` not matched by one in `b` (as multisets).
-fn missing_from(a: &[String], b: &[String]) -> Vec<String> {
-    let mut rest: Vec<&String> = b.iter().collect();
-    let mut out = Vec::new();
-    for l in a {
-        match rest.iter().position(|x| *x == l) {
-            Some(i) => {
-                rest.swap_remove(i);
-            }
-            None => out.push(l.clone()),
-        }
-    }
-    out
-}
-
 #[test]
 fn reproduces_upstream_overall_nftables_rules() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/nftables/overall.txt");
@@ -235,8 +197,7 @@ fn every_rule_and_element_of_a_service_says_whose_it_is() {
 /// a failure.
 #[test]
 fn the_kernel_loads_the_transaction_and_lists_what_the_model_says() {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
+    use std::process::Command;
     let required = std::env::var_os("KUBEHOPS_REQUIRE_KERNEL_TEST").is_some_and(|v| v == "1");
     let tools = Command::new("unshare").args(["--net", "nft", "--version"]).output();
     if !tools.as_ref().is_ok_and(|o| o.status.success()) {
@@ -250,15 +211,7 @@ fn the_kernel_loads_the_transaction_and_lists_what_the_model_says() {
     for (name, rs) in variants {
         let text = rs.transaction().join("\n") + "\n";
         // One shell in one namespace: load, then list what the kernel holds.
-        let mut child = Command::new("unshare")
-            .args(["--net", "sh", "-c", "nft -f - && nft list table ip kube-proxy"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("unshare runs");
-        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = nft::load_and_list(&text);
         assert!(out.status.success(), "{name}: nft -f refused the model's transaction:\n{}", String::from_utf8_lossy(&out.stderr));
         let listed = String::from_utf8_lossy(&out.stdout).to_string();
         let model = rs.list().join("\n") + "\n";
