@@ -520,15 +520,28 @@ impl Player {
 
     /// Applies a URL hash: `#/<scenario>/<step>[/<hop>][?key=value&…]`.
     pub fn open_link(&self, hash: &str) {
-        // The link names a scenario and step; counting its steps builds it.
-        let parsed = link::parse_with(hash, scenarios::REGISTRY, build_and_keep);
+        // The link names a scenario and step; counting its steps builds it,
+        // unless it is the scenario shown (a link to another step of it).
+        let shown = |id: &str, p: &Params| {
+            !self.checking.get_untracked() && self.scenario_id.with_untracked(|i| i == id) && self.params.with_untracked(|q| q == p)
+        };
+        let parsed = link::parse_with(hash, scenarios::REGISTRY, |id, p| if shown(id, p) { self.n_steps() } else { build_and_keep(id, p) });
         let l = parsed.link;
-        self.scenario_id.set(l.scenario.clone());
-        self.params.set(l.params);
+        // Each set only on a change: a signal set to its own value still
+        // notifies, and a new `view` would draw the whole page again (its
+        // side panels a frame later than the step).
+        if self.scenario_id.with_untracked(|i| *i != l.scenario) {
+            self.scenario_id.set(l.scenario.clone());
+        }
+        if self.params.with_untracked(|p| *p != l.params) {
+            self.params.set(l.params);
+        }
         if self.display.with_untracked(|d| *d != l.display) {
             self.display.set(l.display);
         }
-        self.view.set(l.view);
+        if self.view.get_untracked() != l.view {
+            self.view.set(l.view);
+        }
         let step = l.step.min(self.n_steps().saturating_sub(1));
         let n = self.n_hops(step);
         let mut problems = parsed.problems;

@@ -92,6 +92,8 @@ async function animationHops(id, query, steps) {
   for (let s = 1; s <= steps; s++) {
     await page.evaluate((h) => { location.hash = h; }, `#/${id}/${s}/end${query}`);
     await page.waitForFunction((n) => document.querySelector('.kh')?.getAttribute('data-step') === String(n), s);
+    // The side panels are drawn a frame after the canvas when the page opens.
+    await page.waitForSelector('.kh-hoplist', { state: 'attached' });
     all.push(await page.$$eval('.kh-hoplist .kh-hopbtn', (bs) => bs.map((b) => b.getAttribute('aria-label'))));
   }
   await page.close();
