@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Writes FILE.gz (gzip -9) and FILE.br (brotli, quality 11) next to every
-// .html, .css, .js and .wasm file of a folder, for servers that send a
+// .html, .css, .js, .wasm and .bin file of a folder, for servers that send a
 // precompressed file as it is (nginx gzip_static / brotli_static, Caddy's
 // `file_server { precompressed br gzip }`, most static hosts).
 //
@@ -22,7 +22,7 @@ for (const name of readdirSync(dir)) {
     try { statSync(file.replace(/\.(gz|br)$/, '')); } catch { unlinkSync(file); }
     continue;
   }
-  if (!/\.(html|css|js|wasm)$/.test(name) || !statSync(file).isFile()) continue;
+  if (!/\.(html|css|js|wasm|bin)$/.test(name) || !statSync(file).isFile()) continue;
   const body = readFileSync(file);
   writeFileSync(`${file}.gz`, gzipSync(body, { level: 9 }));
   writeFileSync(`${file}.br`, brotliCompressSync(body, {

@@ -11,7 +11,7 @@ use crate::player::Player;
 use crate::read::{LiveRegion, PrintTranscript, ReadTools, TranscriptPage};
 use kubehops_core::link::Mode;
 use kubehops_core::scenarios::{Params, Scenario, Step, REGISTRY};
-use kubehops_core::scene::{frame, Frame, Layout};
+use kubehops_core::scene::{frame, Frame, Layout, Moment};
 use leptos::ev;
 use leptos::prelude::*;
 
@@ -23,6 +23,10 @@ pub struct Ctx {
     /// value of one scenario, so the picture does not jump.
     pub layout: Memo<Layout>,
     pub frame: Memo<Frame>,
+    /// The frame without its progress: what the panels read, so they are
+    /// worked out again when a hop starts or ends, not on every frame of
+    /// a flight (the canvas alone follows the token).
+    pub moment: Memo<Moment>,
     /// 0 for the animation's canvas; n for the transcript's still picture
     /// of step n (its frame is that step's end).
     pub figure: usize,
@@ -36,7 +40,7 @@ impl Ctx {
 
     /// Runs `f` on the current step of the scenario.
     pub fn with_step<T>(&self, f: impl FnOnce(&Step) -> T) -> Option<T> {
-        let s = self.frame.get().step;
+        let s = self.moment.get().step;
         self.player.scenario.with(|sc| sc.steps.get(s).map(f))
     }
 }
@@ -181,7 +185,8 @@ fn provide_ctx(player: Player) -> Ctx {
         let (s, p) = (player.step.get(), player.shown_progress());
         player.scenario.with(|sc| frame(sc, s, p))
     });
-    let ctx = Ctx { player, layout, frame, figure: 0 };
+    let moment = Memo::new(move |_| frame.with(Frame::moment));
+    let ctx = Ctx { player, layout, frame, moment, figure: 0 };
     provide_context(ctx);
     ctx
 }

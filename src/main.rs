@@ -8,6 +8,7 @@ mod editor;
 mod embed;
 mod export;
 mod nodes;
+mod opening;
 mod panels;
 mod player;
 mod present;
@@ -21,12 +22,17 @@ fn main() {
     // the next draws the page around it (and the first frame gives way in
     // that same task); the panels beside and below the canvas come after
     // (`app::Later`).
-    then(|| {
-        canvas::remember_first_frame_size();
-        player::prebuild(&leptos::prelude::window().location().hash().unwrap_or_default());
-        then(|| {
-            leptos::mount::mount_to_body(app::App);
-            take_over_the_first_frame();
+    // The opening state the page fetched as data, if it did, is read
+    // instead of built (`opening`); its fetch started before the wasm's.
+    wasm_bindgen_futures::spawn_local(async {
+        let opening = opening::fetched().await;
+        then(move || {
+            canvas::remember_first_frame_size();
+            player::prebuild(&leptos::prelude::window().location().hash().unwrap_or_default(), opening);
+            then(|| {
+                leptos::mount::mount_to_body(app::App);
+                take_over_the_first_frame();
+            });
         });
     });
 }

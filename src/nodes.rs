@@ -78,7 +78,7 @@ pub fn RulesPanel() -> impl IntoView {
         pinned.set(None);
     });
     let model = Memo::new(move |_| {
-        let f = ctx.frame.get();
+        let f = ctx.moment.get();
         ctx.with_scenario(|s| rules_panel(s, &f, pinned.get()))
     });
     // The nodes with a card on the canvas (in a big cluster, the others are a group).
@@ -171,7 +171,7 @@ pub fn RulesPanel() -> impl IntoView {
 pub fn ConntrackPanel() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let model = Memo::new(move |_| {
-        let f = ctx.frame.get();
+        let f = ctx.moment.get();
         ctx.with_scenario(|s| conntrack_panel(s, &f))
     });
     let entry = move |e: CtEntry, by: usize| {
@@ -237,7 +237,7 @@ pub fn ConntrackPanel() -> impl IntoView {
 pub fn HostPanels() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let model = Memo::new(move |_| {
-        let f = ctx.frame.get();
+        let f = ctx.moment.get();
         ctx.with_scenario(|s| {
             let Some(st) = s.steps.get(f.step) else { return Vec::new() };
             let hop = f.current.and_then(|i| st.hops.get(i));

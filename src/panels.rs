@@ -18,7 +18,7 @@ use leptos::prelude::*;
 pub fn Narration(#[prop(optional)] folded: bool) -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let p = ctx.player;
-    let heading = move || ctx.with_step(|st| format!("Step {} of {} · {}", ctx.frame.get().step + 1, p.steps(), st.title)).unwrap_or_default();
+    let heading = move || ctx.with_step(|st| format!("Step {} of {} · {}", ctx.moment.get().step + 1, p.steps(), st.title)).unwrap_or_default();
     let text = move || ctx.with_step(|st| st.narration.clone()).unwrap_or_default();
     let demo = Memo::new(move |_| ctx.with_scenario(|s| s.demo().map(|d| (d.label.clone(), d.narration.clone()))));
     let open = RwSignal::new(false);
@@ -92,7 +92,7 @@ pub fn HopDetail() -> impl IntoView {
     // The hop on screen told by the core (the transcript's words), and
     // its packet for the before/after table.
     let at = Memo::new(move |_| {
-        let f = ctx.frame.get();
+        let f = ctx.moment.get();
         (f.step, f.current)
     });
     let told = Memo::new(move |_| {
@@ -158,7 +158,7 @@ pub fn HopDetail() -> impl IntoView {
         .into_any()
     };
     let hop_list = move || {
-        let f = ctx.frame.get();
+        let f = ctx.moment.get();
         ctx.with_step(|st| {
             st.hops
                 .iter()
@@ -271,7 +271,7 @@ pub fn ManifestPanel() -> impl IntoView {
 pub fn KubectlPanel() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let table = Memo::new(move |_| {
-        let f = ctx.frame.get();
+        let f = ctx.moment.get();
         ctx.with_step(|st| st.views.get(f.view).map(|v| v.kubectl.clone())).flatten().unwrap_or_default()
     });
     view! {

@@ -91,15 +91,25 @@ fn build(id: &str, params: &Params, cluster: &crate::cluster::ClusterRead, edite
 /// Builds the scenario a link names, ahead of the app (start-up builds it
 /// in a task of its own, before the page is drawn): the app's first build
 /// of the same (id, parameters) then takes it from `PREBUILT`.
-pub fn prebuild(hash: &str) {
-    let _ = link::parse_with(hash, scenarios::REGISTRY, build_and_keep);
+/// The opening state the page fetched, when it is for the link's
+/// scenario and parameters, stands in for the build.
+pub fn prebuild(hash: &str, opening: Option<crate::opening::Opening>) {
+    let opening = std::cell::Cell::new(opening);
+    let _ = link::parse_with(hash, scenarios::REGISTRY, |id, p| match opening.take().and_then(|o| o.scenario_for(id, p)) {
+        Some(s) => keep(id, p, Built { scenario: Some(s), refusal: None }),
+        None => build_and_keep(id, p),
+    });
 }
 
 /// Builds (id, parameters) and keeps the result in `PREBUILT` for the
-/// scenario memo; the number of steps, for reading a link. A refused
-/// typed Service shows the scenario's own steps.
+/// scenario memo; the number of steps, for reading a link.
 fn build_and_keep(id: &str, p: &Params) -> usize {
-    let b = build(id, p, &None, &None);
+    keep(id, p, build(id, p, &None, &None))
+}
+
+/// Keeps what (id, parameters) built in `PREBUILT`; its number of steps.
+/// A refused typed Service shows the scenario's own steps.
+fn keep(id: &str, p: &Params, b: Built) -> usize {
     let n = b.scenario.as_ref().map_or_else(|| without_edit(id, p).steps.len(), |s| s.steps.len());
     PREBUILT.with(|c| *c.borrow_mut() = Some((id.to_string(), p.clone(), b)));
     n

@@ -63,7 +63,7 @@ pub fn ReadTools() -> impl IntoView {
 pub fn LiveRegion() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let at = Memo::new(move |_| {
-        let f = ctx.frame.get();
+        let f = ctx.moment.get();
         (f.step, f.current)
     });
     let text = Memo::new(move |_| {
@@ -225,5 +225,6 @@ fn StillFigure(step: usize) -> impl IntoView {
         })
     });
     // A child owner, so the figure's context stays with its canvas.
-    view! { <Provider value=Ctx { frame, figure: step + 1, ..base }><div class="kh-still"><Canvas/></div></Provider> }
+    let moment = Memo::new(move |_| frame.with(Frame::moment));
+    view! { <Provider value=Ctx { frame, moment, figure: step + 1, ..base }><div class="kh-still"><Canvas/></div></Provider> }
 }

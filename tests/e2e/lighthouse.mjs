@@ -36,7 +36,7 @@ const LINKS = ['#/nodeport-loadbalancer/1', '#/service-types/1', '#/local-lab/1'
 // ---------------------------------------------------------------- the static host
 const TYPES = {
   '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8',
-  '.wasm': 'application/wasm', '.svg': 'image/svg+xml', '.json': 'application/json',
+  '.wasm': 'application/wasm', '.svg': 'image/svg+xml', '.json': 'application/json', '.bin': 'application/octet-stream',
 };
 const HASHED = /-[0-9a-f]{15,16}(_bg|_loader)?\.[a-z0-9]+$/;
 const files = new Map(); // path -> { body, etag }

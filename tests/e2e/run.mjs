@@ -103,6 +103,39 @@ await test('served under a sub-path (/kh/), the page loads its files from there 
   await page.close();
 });
 
+// The opening state is read from the data the build wrote (src/opening.rs)
+// when the link asks for a scenario with its defaults: what is shown is the
+// same as when the page builds it (the data blocked), at every step.
+await test('opening state: read from the build\'s data for a default link, the same page as a build, and built when the data fails or the link sets parameters', async () => {
+  const shown = async (hash, block) => {
+    const page = await browser.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    if (block) await page.route(/opening-.*\.bin$/, (r) => r.abort());
+    await page.goto(`${origin}/${hash}`);
+    await page.waitForSelector('.kh-hoplist', { state: 'attached' });
+    const out = await page.evaluate(() => ({
+      text: document.querySelector('.kh-main').textContent,
+      builds: performance.getEntriesByName('kh-build').length,
+      reads: performance.getEntriesByName('kh-opening').length,
+      fetched: performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname.slice(1)).filter((p) => /^opening-.*\.bin$/.test(p)),
+    }));
+    await page.close();
+    return { ...out, errors };
+  };
+  for (const hash of ['#/nodeport-loadbalancer/2/end', '#/local-lab/7/end', '#/service-types/1/end?theme=dark']) {
+    const id = hash.split('/')[1];
+    const read = await shown(hash, false), built = await shown(hash, true);
+    check(read.fetched.length === 1 && read.fetched[0].startsWith(`opening-${id}-`), `${hash}: fetched ${read.fetched.join(', ') || 'nothing'}`);
+    check(read.reads === 1 && read.builds === 0, `${hash}: ${read.reads} reads and ${read.builds} builds at start-up, expected 1 and 0`);
+    check(built.reads === 0 && built.builds === 1, `${hash} with the data blocked: ${built.reads} reads and ${built.builds} builds, expected 0 and 1`);
+    check(read.text.length > 200 && read.text === built.text, `${hash}: the page read from data differs from the page built`);
+    check(read.errors.length === 0 && built.errors.length === 0, `${hash}: errors ${[...read.errors, ...built.errors].join(' | ')}`);
+  }
+  const set = await shown('#/service-types/3/end?tab=nodeport', false);
+  check(set.fetched.length === 0 && set.builds === 1, `a link with parameters fetched ${set.fetched.join(', ') || 'nothing'} and built ${set.builds} times`);
+});
+
 await test('controls are real buttons with accessible names', async () => {
   const { page } = await open();
   for (const name of ['Play', 'Previous step', 'Next step', 'Restart']) {

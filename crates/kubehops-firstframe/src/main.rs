@@ -11,9 +11,18 @@
 //! another state presented as this one. The app removes it all when it
 //! mounts (`src/main.rs`).
 //!
+//! It also writes each opening state as data (`opening-<id>-<hash>.bin`:
+//! the scenario as the core built it, in postcard, as the worker sends
+//! scenarios), and the same script starts fetching the one the link names
+//! while the wasm is still on its way. The app then reads that instead of
+//! building the scenario on the main thread at start-up (a build runs in
+//! the wasm's first, unoptimised code there: 39 ms on CI's machine, where
+//! reading the data takes a few).
+//!
 //!   kubehops-firstframe [DIR]   (DIR: TRUNK_STAGING_DIR, else dist)
 
 use kubehops_core::scenarios::{build_default, Scenario, REGISTRY};
+use kubehops_core::embed::KEYS as DISPLAY_KEYS;
 use kubehops_core::scene::camera::Viewport;
 use kubehops_core::scene::describe::{caption, frame_label};
 use kubehops_core::scene::svg::{escape, render};
@@ -38,7 +47,14 @@ fn main() {
         Ok(h) => h,
         Err(e) => fail(&format!("cannot read {}: {e}", page.display())),
     };
-    let (out, pick) = match write_frames(&html) {
+    let scenarios = opening_scenarios();
+    let data = openings(&scenarios);
+    for o in &data {
+        if let Err(e) = std::fs::write(dir.join(&o.file), &o.bytes) {
+            fail(&format!("cannot write {}: {e}", o.file));
+        }
+    }
+    let (out, pick) = match write_frames(&html, &scenarios, &data) {
         Ok(x) => x,
         Err(e) => fail(&e),
     };
@@ -55,7 +71,36 @@ fn main() {
     if let Err(e) = std::fs::write(&page, out) {
         fail(&format!("cannot write {}: {e}", page.display()));
     }
-    println!("kubehops-firstframe: {} frames and a stand-in written into {}", REGISTRY.len() - 1, page.display());
+    println!("kubehops-firstframe: {} frames and a stand-in written into {}", scenarios.len(), page.display());
+    for o in &data {
+        println!("kubehops-firstframe: {} ({} bytes)", o.file, o.bytes.len());
+    }
+}
+
+/// Every scenario but Your cluster (which opens empty), as it opens.
+fn opening_scenarios() -> Vec<Scenario> {
+    REGISTRY.iter().filter(|e| e.id != "your-cluster").filter_map(|e| build_default(e.id)).collect()
+}
+
+/// One scenario's opening state as the app reads it.
+struct Opening {
+    id: String,
+    /// Named by a hash of its bytes, so a cached copy is never stale.
+    file: String,
+    bytes: Vec<u8>,
+}
+
+/// Each scenario as data, without the data-plane snapshots that only a
+/// real-kernel replay reads.
+fn openings(scenarios: &[Scenario]) -> Vec<Opening> {
+    scenarios
+        .iter()
+        .filter_map(|s| {
+            let bytes = postcard::to_allocvec(&s.clone().without_snapshots()).ok()?;
+            let file = format!("opening-{}-{:016x}.bin", s.id, kubehops_core::hash::fnv1a(&bytes));
+            Some(Opening { id: s.id.clone(), file, bytes })
+        })
+        .collect()
 }
 
 fn fail(why: &str) -> ! {
@@ -63,22 +108,22 @@ fn fail(why: &str) -> ! {
     std::process::exit(1);
 }
 
-/// The page with the frames in it, and the script that picks one.
-fn write_frames(html: &str) -> Result<(String, String), String> {
+/// The page with the frames in it, and the script that picks one (and
+/// fetches its data).
+fn write_frames(html: &str, scenarios: &[Scenario], data: &[Opening]) -> Result<(String, String), String> {
     if html.contains(MARK) {
         return Err("the frames are already in the page".into());
     }
     let at = html.find("<body>").ok_or("no <body> in the page")? + "<body>".len();
     let mut frames = String::new();
     let _ = write!(frames, "\n    {MARK}\n    <div id=\"kh-first\" aria-busy=\"true\">");
-    let scenarios: Vec<Scenario> = REGISTRY.iter().filter(|e| e.id != "your-cluster").filter_map(|e| build_default(e.id)).collect();
-    for s in &scenarios {
+    for s in scenarios {
         frames.push_str(&page(Some(s)));
     }
     frames.push_str(&page(None));
     frames.push_str("</div>");
     let ids: Vec<String> = scenarios.iter().map(|s| format!("'{}'", s.id)).collect();
-    Ok((format!("{}{frames}{}", &html[..at], &html[at..]), pick_script(&ids)))
+    Ok((format!("{}{frames}{}", &html[..at], &html[at..]), pick_script(&ids, data)))
 }
 
 /// Every frame is shown only by a rule of the stylesheet naming it: a
@@ -103,10 +148,22 @@ fn check_stylesheet(dir: &std::path::Path) -> Result<(), String> {
 /// The script that runs before the body is drawn: which frame the link
 /// asks for (`#/<id>/1` with nothing after, or no hash at all: the first
 /// scenario), else the stand-in; an embed link gets the embed's layout.
-fn pick_script(ids: &[String]) -> String {
+///
+/// It also starts fetching the opening state of the scenario the link
+/// names (any step), when the link sets nothing but display options, and
+/// leaves the answer as `window.khOpening = {id, bytes}` (`bytes`: a
+/// promise of an ArrayBuffer, or null when it failed) for the app
+/// (`src/opening.rs`), which checks the parameters again.
+fn pick_script(ids: &[String], data: &[Opening]) -> String {
+    let files: Vec<String> = data.iter().map(|o| format!("'{}':'./{}'", o.id, o.file)).collect();
+    let keys: Vec<String> = DISPLAY_KEYS.iter().chain(&["view"]).map(|k| format!("'{k}'")).collect();
     format!(
-        "(function(){{var h=location.hash,r=document.documentElement,ids=[{}],m=/^#\\/([a-z-]+)\\/1$/.exec(h),id=h===''||h==='#'||h==='#/'?ids[0]:(m&&ids.indexOf(m[1])>=0?m[1]:'standin');if(/[?&]embed=1(&|$)/.test(h)){{r.setAttribute('data-embed','1');id='standin';}}r.setAttribute('data-first',id);}})();\n",
-        ids.join(",")
+        "(function(){{var h=location.hash,r=document.documentElement,ids=[{}],m=/^#\\/([a-z-]+)\\/1$/.exec(h),id=h===''||h==='#'||h==='#/'?ids[0]:(m&&ids.indexOf(m[1])>=0?m[1]:'standin');if(/[?&]embed=1(&|$)/.test(h)){{r.setAttribute('data-embed','1');id='standin';}}r.setAttribute('data-first',id);\
+var files={{{}}},keys=[{}],n=/^#\\/([a-z-]*)/.exec(h),want=n&&n[1]?n[1]:ids[0],q=h.indexOf('?')<0?'':h.slice(h.indexOf('?')+1),plain=q.split('&').every(function(kv){{return kv===''||keys.indexOf(kv.split('=')[0])>=0;}});\
+if(files[want]&&plain&&window.fetch){{window.khOpening={{id:want,bytes:fetch(files[want]).then(function(a){{return a.ok?a.arrayBuffer():null;}}).catch(function(){{return null;}})}};}}}})();\n",
+        ids.join(","),
+        files.join(","),
+        keys.join(",")
     )
 }
 
@@ -297,7 +354,9 @@ mod tests {
 
     #[test]
     fn the_frames_go_into_the_body_once_with_each_scenario_and_a_stand_in() {
-        let (out, pick) = write_frames(PAGE).unwrap();
+        let scenarios = opening_scenarios();
+        let data = openings(&scenarios);
+        let (out, pick) = write_frames(PAGE, &scenarios, &data).unwrap();
         assert_eq!(out.matches(MARK).count(), 1);
         for e in REGISTRY.iter().filter(|e| e.id != "your-cluster") {
             assert!(out.contains(&format!(r#"data-first-of="{}""#, e.id)), "{} has no frame", e.id);
@@ -305,14 +364,44 @@ mod tests {
         }
         assert!(out.contains(r#"data-first-of="standin""#));
         assert!(!out.contains(" style="), "no inline style: the page's CSP refuses it");
-        assert!(write_frames(&out).is_err(), "a second run would write them twice");
+        assert!(write_frames(&out, &scenarios, &data).is_err(), "a second run would write them twice");
     }
 
     #[test]
     fn each_frame_shows_its_first_step_and_narration() {
-        let (out, _) = write_frames(PAGE).unwrap();
+        let scenarios = opening_scenarios();
+        let (out, _) = write_frames(PAGE, &scenarios, &openings(&scenarios)).unwrap();
         let s = build_default("nodeport-loadbalancer").unwrap();
         assert!(out.contains(&escape(&s.steps[0].narration)));
         assert!(out.contains("<svg viewBox="));
+    }
+
+    /// What the app reads is what it would have built: every field comes
+    /// back (a field serde skipped would come back empty, and differ).
+    #[test]
+    fn each_opening_reads_back_as_the_scenario_the_core_builds() {
+        let scenarios = opening_scenarios();
+        let data = openings(&scenarios);
+        assert_eq!(data.len(), scenarios.len());
+        for (s, o) in scenarios.iter().zip(&data) {
+            let read: Scenario = postcard::from_bytes(&o.bytes).unwrap();
+            assert_eq!(read, s.clone().without_snapshots(), "{}", s.id);
+            assert!(o.file.starts_with(&format!("opening-{}-", s.id)) && o.file.ends_with(".bin"));
+        }
+    }
+
+    /// The script fetches the named scenario's file, and only for a link
+    /// that sets nothing but display options.
+    #[test]
+    fn the_script_names_each_file_and_the_display_keys() {
+        let scenarios = opening_scenarios();
+        let data = openings(&scenarios);
+        let (_, pick) = write_frames(PAGE, &scenarios, &data).unwrap();
+        for o in &data {
+            assert!(pick.contains(&format!("'{}':'./{}'", o.id, o.file)));
+        }
+        for k in DISPLAY_KEYS.iter().chain(&["view"]) {
+            assert!(pick.contains(&format!("'{k}'")), "{k}");
+        }
     }
 }

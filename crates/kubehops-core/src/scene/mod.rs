@@ -140,6 +140,28 @@ pub fn frame(s: &Scenario, step: usize, progress: f64) -> Frame {
     Frame { step, progress, done, current, view: done.min(st.views.len().saturating_sub(1)) }
 }
 
+/// Where a step stands, without how far the token has moved between two
+/// hop boundaries: what the panels beside the canvas show depends only on
+/// this, so a frame's [`Frame::moment`] changes when a hop starts or ends,
+/// not on every frame of a flight.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Moment {
+    pub step: usize,
+    /// Hops finished.
+    pub done: usize,
+    /// The hop in flight, or the last one when the step has ended.
+    pub current: Option<usize>,
+    /// Index into the step's `views`.
+    pub view: usize,
+}
+
+impl Frame {
+    /// This frame without its progress.
+    pub fn moment(&self) -> Moment {
+        Moment { step: self.step, done: self.done, current: self.current, view: self.view }
+    }
+}
+
 /// The frame of hop `i` of `step` at fraction `t` of its flight (1.0: at rest).
 pub fn frame_at(s: &Scenario, step: usize, i: usize, t: f64) -> Frame {
     let t = if t.is_finite() { t.clamp(0.0, 1.0) } else { 1.0 };

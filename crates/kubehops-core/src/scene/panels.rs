@@ -8,7 +8,7 @@
 
 use crate::dataplane::rules::RuleTable;
 use crate::scenarios::{Scenario, Step};
-use crate::scene::Frame;
+use crate::scene::Moment;
 use crate::sim::{ActorId, Hop, HopKind, PacketHop, RuleLine};
 use serde::{Deserialize, Serialize};
 
@@ -81,7 +81,7 @@ fn lines_at(st: &Step, view: usize, node: ActorId) -> Option<&[RuleLine]> {
     st.views.get(view).and_then(|v| v.node(node)).map(|n| n.iptables.as_slice())
 }
 
-pub fn rules_panel(s: &Scenario, f: &Frame, pinned: Option<ActorId>) -> RulesPanel {
+pub fn rules_panel(s: &Scenario, f: &Moment, pinned: Option<ActorId>) -> RulesPanel {
     let Some(st) = s.steps.get(f.step) else { return RulesPanel::default() };
     let Some(node) = pinned.filter(|p| s.nodes().any(|n| n.id == *p)).or_else(|| default_node(s, st, f.current)) else { return RulesPanel::default() };
     let name = s.actor(node).map_or_else(String::new, |a| a.short.clone());
@@ -115,7 +115,7 @@ pub fn rules_panel(s: &Scenario, f: &Frame, pinned: Option<ActorId>) -> RulesPan
 }
 
 #[allow(clippy::too_many_arguments)]
-fn rules_note(s: &Scenario, st: &Step, f: &Frame, node: ActorId, name: &str, services: &str, pinned: bool, lines: &[PanelLine], removed: &[PanelLine], shared: &[PanelLine]) -> String {
+fn rules_note(s: &Scenario, st: &Step, f: &Moment, node: ActorId, name: &str, services: &str, pinned: bool, lines: &[PanelLine], removed: &[PanelLine], shared: &[PanelLine]) -> String {
     let Some(i) = f.current else {
         return format!("Before the first hop of this step: the rules kube-proxy wrote on {name} for {}.", for_services(services));
     };
@@ -213,7 +213,7 @@ pub struct ConntrackPanel {
     pub changed_by: usize,
 }
 
-pub fn conntrack_panel(s: &Scenario, f: &Frame) -> ConntrackPanel {
+pub fn conntrack_panel(s: &Scenario, f: &Moment) -> ConntrackPanel {
     let Some(st) = s.steps.get(f.step) else { return ConntrackPanel::default() };
     let hop = f.current.and_then(|i| st.hops.get(i));
     let here = hop.and_then(|h| node_of(h, s));
@@ -247,6 +247,7 @@ pub fn conntrack_panel(s: &Scenario, f: &Frame) -> ConntrackPanel {
 mod tests {
     use super::*;
     use crate::scenarios::build_default;
+    use crate::scene::Frame;
 
     #[test]
     fn the_default_node_follows_the_hop() {
@@ -271,7 +272,7 @@ mod tests {
         // While the hop plays (i hops done) and when it has arrived.
         for (progress, done) in [(i as f64 + 0.5, i), ((i + 1) as f64, i + 1)] {
             let f = Frame { step: k, progress, done, current: Some(i), view: done };
-            let panel = rules_panel(&s, &f, Some(node));
+            let panel = rules_panel(&s, &f.moment(), Some(node));
             assert!(panel.services.ends_with("kube-dns"), "{}", panel.services);
             assert!(panel.lines.iter().any(|l| l.hit && l.text.contains("kube-system/kube-dns:dns cluster IP")), "{:?}", panel.lines);
             assert!(!panel.shared.iter().any(|l| l.text.contains("kube-dns")), "kube-dns's lines are the node's own, not shared: {:?}", panel.shared);
@@ -297,7 +298,7 @@ mod tests {
         let last = st.hops.len() - 1;
         assert_eq!(st.hops[last].to, node2);
         let f = Frame { step: 0, progress: st.hops.len() as f64, done: st.hops.len(), current: Some(last), view: st.hops.len() };
-        let panel = rules_panel(&s, &f, Some(node2));
+        let panel = rules_panel(&s, &f.moment(), Some(node2));
         assert!(panel.removed.iter().any(|l| l.text.contains("--to-destination 10.244.2.8:8080")), "{:?}", panel.removed);
         assert!(!panel.lines.iter().any(|l| l.text.contains("10.244.2.8")), "the Pod's lines are gone");
         assert!(panel.note.contains("removed"), "{}", panel.note);
