@@ -381,6 +381,16 @@ fn Menu(key: String, label: String, options: Vec<Choice>) -> impl IntoView {
     let k = key.clone();
     let current = Memo::new(move |_| p.scenario.with(|s| s.params.choice(&k).unwrap_or_default().to_string()));
     let id = format!("kh-menu-{key}");
+    // A long menu holds only the chosen option until it is first used
+    // (focused or pressed), then all of them: the browser's style and
+    // layout of a 50-node cluster's 2,500 options took about 100 ms of the
+    // paste's longest task, for a menu the reader may never open.
+    let many = options.len() > MENU_AT_ONCE;
+    let filled = StoredValue::new(!many);
+    let all = StoredValue::new(options_html(&options));
+    let options = StoredValue::new(options);
+    let only = move |v: &str| options.with_value(|o| o.iter().find(|c| c.value == v).map(|c| options_html(std::slice::from_ref(c))).unwrap_or_default());
+    let initial = if many { only(&current.get_untracked()) } else { all.get_value() };
     // The choice is set on the select once its options are there (an
     // effect runs after the render), not by one reactive `selected` per
     // option: a cluster's menu of clients has thousands.
@@ -388,16 +398,42 @@ fn Menu(key: String, label: String, options: Vec<Choice>) -> impl IntoView {
     Effect::new(move |_| {
         let v = current.get();
         if let Some(el) = select.get() {
+            if !filled.get_value() {
+                el.set_inner_html(&only(&v));
+            }
             el.set_value(&v);
         }
     });
+    let fill = move || {
+        if filled.get_value() {
+            return;
+        }
+        filled.set_value(true);
+        if let Some(el) = select.get_untracked() {
+            let v = el.value();
+            all.with_value(|h| el.set_inner_html(h));
+            el.set_value(&v);
+        }
+    };
     view! {
         <div class="kh-menu-param">
             <label class="kh-param-label" for=id.clone()>{label}</label>
-            <select id=id class="kh-menu" node_ref=select inner_html=options_html(&options) on:change=move |ev| p.set_param(&key, Value::Choice(event_target_value(&ev)))></select>
+            <select
+                id=id
+                class="kh-menu"
+                class:kh-menu-many=many
+                node_ref=select
+                inner_html=initial
+                on:focus=move |_| fill()
+                on:pointerdown=move |_| fill()
+                on:change=move |ev| p.set_param(&key, Value::Choice(event_target_value(&ev)))
+            ></select>
         </div>
     }
 }
+
+/// The most options a menu is drawn with at once (see `Menu`).
+const MENU_AT_ONCE: usize = 300;
 
 /// The options of a menu as markup, set on the `<select>` at once: the
 /// browser parses thousands of options (a 50-node cluster's clients) in a

@@ -168,7 +168,12 @@ fn start(status: RwSignal<Status>, answer: Rc<dyn Fn(Reply)>) -> Option<Rc<RefCe
         let bytes = js_sys::Uint8Array::new(&data).to_vec();
         match postcard::from_bytes::<Reply>(&bytes) {
             Ok(Reply { answer: Answer::Unreadable(why), .. }) => fail(status, why),
-            Ok(reply) => take(reply, status, &answer),
+            // Shown in a task of its own: reading a big cluster's scenario
+            // and drawing the page for it would be one long task.
+            Ok(reply) => {
+                let answer = answer.clone();
+                leptos::prelude::set_timeout(move || take(reply, status, &answer), std::time::Duration::ZERO);
+            }
             Err(e) => fail(status, format!("its answer could not be read ({e})")),
         }
     });

@@ -275,6 +275,18 @@ for (const [w, h, format] of [[720, 1400, 'YAML'], [1920, 1080, 'YAML'], [1920, 
     await page.waitForFunction(() => document.querySelector('.kh').dataset.playing === 'false', null, { timeout: 60000 });
     check(/KUBE-SVC-/.test(await page.textContent('[data-testid=rules]')), 'no chain names for the big cluster');
     if (format === 'YAML') await shoot(page, `big-${w}`);
+    // The clients' menu holds only its choice until it is first used, then
+    // every client, the choice kept, at the width it had.
+    const menu = page.locator('#kh-menu-client');
+    const before = await menu.evaluate((m) => ({ n: m.options.length, value: m.value, width: m.getBoundingClientRect().width }));
+    check(before.n === 1, `the clients' menu holds ${before.n} options before it is used`);
+    await menu.focus();
+    const after = await menu.evaluate((m) => ({ n: m.options.length, value: m.value, width: m.getBoundingClientRect().width }));
+    check(after.n >= 2050 && after.value === before.value && after.width === before.width, `after focus: ${JSON.stringify(after)}, before: ${JSON.stringify(before)}`);
+    const pod = await menu.evaluate((m) => [...m.options].find((o) => o.value.startsWith('pod:') && o.value !== m.value).value);
+    await menu.selectOption(pod);
+    await page.waitForTimeout(1000);
+    check(await menu.evaluate((m) => m.value) === pod, 'the chosen client did not stay chosen');
     check(errors.length === 0, errors.join(' | '));
     await page.close();
   });
