@@ -178,6 +178,11 @@ fn prefers_reduced_motion() -> bool {
     window().match_media("(prefers-reduced-motion: reduce)").ok().flatten().is_some_and(|m| m.matches())
 }
 
+/// The frame's moment, as the panels read it (`Ctx::moment`).
+pub fn moment_of(frame: Memo<Frame>) -> Memo<Moment> {
+    Memo::new(move |_| frame.with(Frame::moment))
+}
+
 /// Derives the layout and the frame from the player, and provides them.
 fn provide_ctx(player: Player) -> Ctx {
     let layout = Memo::new(move |_| player.scenario.with(Layout::for_scenario));
@@ -185,8 +190,7 @@ fn provide_ctx(player: Player) -> Ctx {
         let (s, p) = (player.step.get(), player.shown_progress());
         player.scenario.with(|sc| frame(sc, s, p))
     });
-    let moment = Memo::new(move |_| frame.with(Frame::moment));
-    let ctx = Ctx { player, layout, frame, moment, figure: 0 };
+    let ctx = Ctx { player, layout, frame, moment: moment_of(frame), figure: 0 };
     provide_context(ctx);
     ctx
 }

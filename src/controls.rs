@@ -387,10 +387,9 @@ fn Menu(key: String, label: String, options: Vec<Choice>) -> impl IntoView {
     // paste's longest task, for a menu the reader may never open.
     let many = options.len() > MENU_AT_ONCE;
     let filled = StoredValue::new(!many);
-    let all = StoredValue::new(options_html(&options));
     let options = StoredValue::new(options);
     let only = move |v: &str| options.with_value(|o| o.iter().find(|c| c.value == v).map(|c| options_html(std::slice::from_ref(c))).unwrap_or_default());
-    let initial = if many { only(&current.get_untracked()) } else { all.get_value() };
+    let initial = if many { only(&current.get_untracked()) } else { options.with_value(|o| options_html(o)) };
     // The choice is set on the select once its options are there (an
     // effect runs after the render), not by one reactive `selected` per
     // option: a cluster's menu of clients has thousands.
@@ -411,7 +410,7 @@ fn Menu(key: String, label: String, options: Vec<Choice>) -> impl IntoView {
         filled.set_value(true);
         if let Some(el) = select.get_untracked() {
             let v = el.value();
-            all.with_value(|h| el.set_inner_html(h));
+            options.with_value(|o| el.set_inner_html(&options_html(o)));
             el.set_value(&v);
         }
     };

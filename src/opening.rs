@@ -42,14 +42,6 @@ impl Opening {
         if params.normalized(&specs) != Params::defaults(&specs).normalized(&specs) {
             return None;
         }
-        let perf = web_sys::window().and_then(|w| w.performance());
-        if let Some(p) = &perf {
-            let _ = p.mark("kh-opening-start");
-        }
-        let s = postcard::from_bytes::<Scenario>(&self.bytes).ok().filter(|s| s.id == id);
-        if let Some(p) = &perf {
-            let _ = p.measure_with_start_mark("kh-opening", "kh-opening-start");
-        }
-        s
+        crate::player::measured("kh-opening", || postcard::from_bytes::<Scenario>(&self.bytes).ok().filter(|s| s.id == id))
     }
 }

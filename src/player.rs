@@ -73,19 +73,28 @@ fn build(id: &str, params: &Params, cluster: &crate::cluster::ClusterRead, edite
     if let Some(s) = kept {
         return s;
     }
-    // Timed for the e2e metrics (tests/e2e/metrics.mjs): a `kh-build`
-    // performance measure around the core's work.
-    let perf = web_sys::window().and_then(|w| w.performance());
-    if let Some(p) = &perf {
-        let _ = p.mark("kh-build-start");
-    }
-    let s = scenarios::build(id, params)
-        .or_else(|| scenarios::build(&default_id(), &Params::default()))
-        .unwrap_or_else(|| (scenarios::REGISTRY[0].build)(&Params::default()));
-    if let Some(p) = &perf {
-        let _ = p.measure_with_start_mark("kh-build", "kh-build-start");
-    }
+    // Timed for the e2e metrics (tests/e2e/metrics.mjs).
+    let s = measured("kh-build", || {
+        scenarios::build(id, params)
+            .or_else(|| scenarios::build(&default_id(), &Params::default()))
+            .unwrap_or_else(|| (scenarios::REGISTRY[0].build)(&Params::default()))
+    });
     Built { scenario: Some(s), refusal: None }
+}
+
+/// Runs `f` inside a performance measure named `name`, for the e2e
+/// metrics to read (`kh-build`, `kh-opening`).
+pub fn measured<T>(name: &str, f: impl FnOnce() -> T) -> T {
+    let perf = web_sys::window().and_then(|w| w.performance());
+    let start = format!("{name}-start");
+    if let Some(p) = &perf {
+        let _ = p.mark(&start);
+    }
+    let out = f();
+    if let Some(p) = &perf {
+        let _ = p.measure_with_start_mark(name, &start);
+    }
+    out
 }
 
 /// Builds the scenario a link names, ahead of the app (start-up builds it

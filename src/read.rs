@@ -225,6 +225,5 @@ fn StillFigure(step: usize) -> impl IntoView {
         })
     });
     // A child owner, so the figure's context stays with its canvas.
-    let moment = Memo::new(move |_| frame.with(Frame::moment));
-    view! { <Provider value=Ctx { frame, moment, figure: step + 1, ..base }><div class="kh-still"><Canvas/></div></Provider> }
+    view! { <Provider value=Ctx { frame, moment: crate::app::moment_of(frame), figure: step + 1, ..base }><div class="kh-still"><Canvas/></div></Provider> }
 }
