@@ -286,6 +286,9 @@ fn Page(frame: Memo<Frame>) -> impl IntoView {
             }
             data-playing=move || player.playing.get().to_string()
             data-view=move || player.view.get().as_str()
+            // A control's choice is shown at once and applied a frame later
+            // (`Player::choose`): until then the page is being updated.
+            aria-busy=move || player.chosen.with(|c| !c.is_empty()).then_some("true")
         >
             <header class="kh-head">
                 <p class="kh-brand">"KubeHops"</p>
@@ -361,7 +364,7 @@ fn Animation() -> impl IntoView {
 #[component]
 fn Later(children: ChildrenFn) -> impl IntoView {
     let ready = RwSignal::new(false);
-    request_animation_frame(move || set_timeout(move || { let _ = ready.try_set(true); }, std::time::Duration::ZERO));
+    crate::after_paint(move || { let _ = ready.try_set(true); });
     move || ready.get().then(|| children())
 }
 

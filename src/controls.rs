@@ -4,7 +4,7 @@
 //! demos and the random pick switch.
 
 use crate::app::Ctx;
-use crate::player::{next_seed, SPEEDS};
+use crate::player::{next_seed, Chosen, Player, SPEEDS};
 use kubehops_core::scenarios::{Choice, ChoiceStyle, ParamKind, ParamSpec, Value};
 use leptos::prelude::*;
 
@@ -158,7 +158,10 @@ fn draw_seed(prev: Option<u64>) -> u64 {
 pub fn RandomPick() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let p = ctx.player;
-    let seed = Memo::new(move |_| p.scenario.with(|s| s.params.seed()));
+    let seed = Memo::new(move |_| match p.chosen_value("seed") {
+        Some(Value::Seed(s)) => s,
+        _ => p.scenario.with(|s| s.params.seed()),
+    });
     let has_seed = Memo::new(move |_| p.scenario.with(|s| s.params.get("seed").is_some()));
     // The last seed used, so switching off and on again repeats it.
     let last = RwSignal::new(None::<u64>);
@@ -171,7 +174,7 @@ pub fn RandomPick() -> impl IntoView {
     let toggle = move |ev: leptos::ev::Event| {
         let checked = event_target_checked(&ev);
         let s = if checked { Some(last.get_untracked().unwrap_or_else(|| draw_seed(None))) } else { None };
-        p.set_param("seed", Value::Seed(s));
+        p.choose(Chosen::Param("seed".into(), Value::Seed(s)));
     };
     move || {
         has_seed.get().then(|| {
@@ -190,7 +193,7 @@ pub fn RandomPick() -> impl IntoView {
                                     type="button"
                                     class="kh-btn kh-btn-small"
                                     title="Draw another seed and replay this step"
-                                    on:click=move |_| p.set_param("seed", Value::Seed(Some(draw_seed(seed.get_untracked()))))
+                                    on:click=move |_| p.choose(Chosen::Param("seed".into(), Value::Seed(Some(draw_seed(seed.get_untracked())))))
                                 >
                                     "New seed"
                                 </button>
@@ -309,11 +312,11 @@ fn Tabs(key: String, label: String, options: Vec<Choice>) -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let p = ctx.player;
     let k = key.clone();
-    let current = Memo::new(move |_| p.scenario.with(|s| s.params.choice(&k).unwrap_or_default().to_string()));
+    let current = Memo::new(move |_| shown_choice(p, &k));
     let values: Vec<String> = options.iter().map(|c| c.value.clone()).collect();
     let pick = {
         let key = key.clone();
-        move |v: String| p.set_param(&key, Value::Choice(v))
+        move |v: String| p.choose(Chosen::Param(key.clone(), Value::Choice(v)))
     };
     let on_key = {
         let values = values.clone();
@@ -362,6 +365,15 @@ fn Tabs(key: String, label: String, options: Vec<Choice>) -> impl IntoView {
                 })
                 .collect_view()}
         </div>
+    }
+}
+
+/// The value a choice shows: the one just chosen, until it is applied,
+/// else the scenario's.
+fn shown_choice(p: Player, key: &str) -> String {
+    match p.chosen_value(key) {
+        Some(Value::Choice(v)) => v,
+        _ => p.scenario.with(|s| s.params.choice(key).unwrap_or_default().to_string()),
     }
 }
 
@@ -425,7 +437,7 @@ fn Menu(key: String, label: String, options: Vec<Choice>) -> impl IntoView {
                 inner_html=initial
                 on:focus=move |_| fill()
                 on:pointerdown=move |_| fill()
-                on:change=move |ev| p.set_param(&key, Value::Choice(event_target_value(&ev)))
+                on:change=move |ev| p.choose(Chosen::Param(key.clone(), Value::Choice(event_target_value(&ev))))
             ></select>
         </div>
     }
@@ -449,7 +461,7 @@ fn Segmented(key: String, label: String, options: Vec<Choice>) -> impl IntoView 
     let ctx = expect_context::<Ctx>();
     let p = ctx.player;
     let k = key.clone();
-    let current = Memo::new(move |_| p.scenario.with(|s| s.params.choice(&k).unwrap_or_default().to_string()));
+    let current = Memo::new(move |_| shown_choice(p, &k));
     let name = label.clone();
     view! {
         <div class="kh-seg-param" role="group" aria-label=name>
@@ -463,7 +475,7 @@ fn Segmented(key: String, label: String, options: Vec<Choice>) -> impl IntoView 
                         let pressed = move || (current.get() == v).to_string();
                         let value = c.value.clone();
                         view! {
-                            <button type="button" class="kh-seg-btn" aria-pressed=pressed on:click=move |_| p.set_param(&key, Value::Choice(value.clone()))>
+                            <button type="button" class="kh-seg-btn" aria-pressed=pressed on:click=move |_| p.choose(Chosen::Param(key.clone(), Value::Choice(value.clone())))>
                                 {c.label}
                             </button>
                         }
@@ -480,10 +492,13 @@ fn Toggle(key: String, label: String) -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let p = ctx.player;
     let k = key.clone();
-    let on = Memo::new(move |_| p.scenario.with(|s| s.params.toggle(&k)));
+    let on = Memo::new(move |_| match p.chosen_value(&k) {
+        Some(Value::Toggle(b)) => b,
+        _ => p.scenario.with(|s| s.params.toggle(&k)),
+    });
     view! {
         <label class="kh-switch">
-            <input type="checkbox" role="switch" prop:checked=move || on.get() on:change=move |ev| p.set_param(&key, Value::Toggle(event_target_checked(&ev)))/>
+            <input type="checkbox" role="switch" prop:checked=move || on.get() on:change=move |ev| p.choose(Chosen::Param(key.clone(), Value::Toggle(event_target_checked(&ev))))/>
             <span class="kh-switch-track" aria-hidden="true"><span class="kh-switch-thumb"></span></span>
             <span class="kh-switch-label">{label}</span>
         </label>
@@ -503,19 +518,26 @@ fn ReadySet(key: String, label: String, options: Vec<Choice>) -> impl IntoView {
                 .into_iter()
                 .map(|c| {
                     let (k1, k2, v1, v2) = (key.clone(), key.clone(), c.value.clone(), c.value.clone());
-                    let ready = Memo::new(move |_| p.scenario.with(|s| !s.params.set_contains(&k1, &v1)));
+                    let ready = Memo::new(move |_| match p.chosen_value(&k1) {
+                        Some(Value::Set(set)) => !set.contains(&v1),
+                        _ => p.scenario.with(|s| !s.params.set_contains(&k1, &v1)),
+                    });
                     let flip = move |ev: leptos::ev::Event| {
                         let want_ready = event_target_checked(&ev);
-                        let mut set: std::collections::BTreeSet<String> = p.params.with_untracked(|ps| match ps.get(&k2) {
-                            Some(Value::Set(s)) => s.clone(),
-                            _ => Default::default(),
-                        });
+                        // Built on a choice not applied yet, if there is one.
+                        let mut set: std::collections::BTreeSet<String> = match p.chosen_value(&k2) {
+                            Some(Value::Set(s)) => s,
+                            _ => p.params.with_untracked(|ps| match ps.get(&k2) {
+                                Some(Value::Set(s)) => s.clone(),
+                                _ => Default::default(),
+                            }),
+                        };
                         if want_ready {
                             set.remove(&v2);
                         } else {
                             set.insert(v2.clone());
                         }
-                        p.set_param(&k2, Value::Set(set));
+                        p.choose(Chosen::Param(k2.clone(), Value::Set(set)));
                     };
                     view! {
                         <label class="kh-switch kh-switch-small">
@@ -536,7 +558,7 @@ pub fn Demos() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let p = ctx.player;
     let demos = Memo::new(move |_| p.scenario.with(|s| s.demos.iter().map(|d| (d.id.clone(), d.label.clone())).collect::<Vec<_>>()));
-    let active = Memo::new(move |_| p.scenario.with(|s| s.demo().map(|d| d.id.clone())));
+    let active = Memo::new(move |_| p.chosen_demo().or_else(|| p.scenario.with(|s| s.demo().map(|d| d.id.clone()))));
     move || {
         let list = demos.get();
         (!list.is_empty()).then(|| {
@@ -549,7 +571,7 @@ pub fn Demos() -> impl IntoView {
                             let i2 = id.clone();
                             let pressed = move || (active.get().as_deref() == Some(i2.as_str())).to_string();
                             view! {
-                                <button type="button" class="kh-btn kh-btn-small kh-demo" aria-pressed=pressed on:click=move |_| p.apply_demo(&id)>
+                                <button type="button" class="kh-btn kh-btn-small kh-demo" aria-pressed=pressed on:click=move |_| p.choose(Chosen::Demo(id.clone()))>
                                     {format!("Demo: {label}")}
                                 </button>
                             }

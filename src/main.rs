@@ -38,8 +38,15 @@ fn main() {
 }
 
 /// Runs `f` in a task of its own.
-fn then(f: impl FnOnce() + 'static) {
+pub(crate) fn then(f: impl FnOnce() + 'static) {
     leptos::prelude::set_timeout(f, std::time::Duration::ZERO);
+}
+
+/// Runs `f` in a task of its own after the next frame is painted: the
+/// timeout is set from that frame's animation callback, which comes
+/// before its paint.
+pub(crate) fn after_paint(f: impl FnOnce() + 'static) {
+    leptos::prelude::request_animation_frame(move || then(f));
 }
 
 /// The page's first frame (the opening states the build wrote into the

@@ -2,6 +2,7 @@
 //! kubectl's output, the legend, the comparison table and URL notices.
 
 use crate::app::Ctx;
+use crate::player::Chosen;
 use kubehops_core::scene::style::{hop_style, kind_style, KINDS, WHAT_IF_DASH};
 use kubehops_core::dataplane::rules::RuleTable;
 use kubehops_core::net::Packet;
@@ -354,7 +355,7 @@ pub fn Comparison() -> impl IntoView {
                                     let head = match tab {
                                         Some(v) => view! {
                                             <th scope="row">
-                                                <button type="button" class="kh-linkbtn" title=format!("Show the {first} tab") on:click=move |_| p.set_param("tab", Value::Choice(v.clone()))>{first.clone()}</button>
+                                                <button type="button" class="kh-linkbtn" title=format!("Show the {first} tab") on:click=move |_| p.choose(Chosen::Param("tab".into(), Value::Choice(v.clone())))>{first.clone()}</button>
                                             </th>
                                         }.into_any(),
                                         None => view! { <th scope="row">{first}</th> }.into_any(),

@@ -179,6 +179,18 @@ pub struct Player {
     replay_edit: StoredValue<bool>,
     /// Whether the typed Service is still being read and admitted.
     pub checking: Memo<bool>,
+    /// What the controls asked for and is not applied yet (`choose`): the
+    /// controls show it at once, the page is `aria-busy` until it is applied.
+    pub chosen: RwSignal<Vec<Chosen>>,
+}
+
+/// A change asked for by a control, applied a frame later (`Player::choose`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Chosen {
+    /// One parameter, as `Player::set_param` takes it.
+    Param(String, Value),
+    /// A demo's presets, as `Player::apply_demo` takes it.
+    Demo(String),
 }
 
 impl Player {
@@ -234,6 +246,7 @@ impl Player {
             edited,
             replay_edit: StoredValue::new(false),
             checking,
+            chosen: RwSignal::new(Vec::new()),
         }
     }
 
@@ -473,6 +486,51 @@ impl Player {
         if self.step.get_untracked() > last {
             self.step.set(last);
         }
+    }
+
+    /// Takes a control's choice. The control shows it at once (it reads
+    /// `chosen_value`) and the choice is applied in a task after the next
+    /// frame: the click is answered within a frame, and the rebuild and the
+    /// redraw of the page come after it, in a task of their own. Choices
+    /// made before then are applied together, in order; a scenario left in
+    /// the meantime drops them.
+    pub fn choose(&self, c: Chosen) {
+        let first = self.chosen.with_untracked(Vec::is_empty);
+        self.chosen.update(|cs| cs.push(c));
+        if first {
+            let (p, id) = (*self, self.scenario_id.get_untracked());
+            crate::after_paint(move || p.apply_chosen(&id));
+        }
+    }
+
+    /// Applies what was chosen (see `choose`), if the page still shows scenario `id`.
+    fn apply_chosen(&self, id: &str) {
+        let Some(cs) = self.chosen.try_update(std::mem::take) else { return };
+        if self.scenario_id.with_untracked(|i| i != id) {
+            return;
+        }
+        for c in cs {
+            match c {
+                Chosen::Param(k, v) => self.set_param(&k, v),
+                Chosen::Demo(d) => self.apply_demo(&d),
+            }
+        }
+    }
+
+    /// The newest value chosen for parameter `key` and not applied yet.
+    pub fn chosen_value(&self, key: &str) -> Option<Value> {
+        self.chosen.with(|cs| cs.iter().rev().find_map(|c| match c {
+            Chosen::Param(k, v) if k == key => Some(v.clone()),
+            _ => None,
+        }))
+    }
+
+    /// The demo chosen and not applied yet, if any.
+    pub fn chosen_demo(&self) -> Option<String> {
+        self.chosen.with(|cs| cs.iter().rev().find_map(|c| match c {
+            Chosen::Demo(d) => Some(d.clone()),
+            Chosen::Param(..) => None,
+        }))
     }
 
     /// Changes one parameter. The scenario is rebuilt from the new values;

@@ -165,17 +165,18 @@ fn start(status: RwSignal<Status>, answer: Rc<dyn Fn(Reply)>) -> Option<Rc<RefCe
             }
             return;
         }
+        // Read after the next frame is painted, and shown in a task after
+        // that: a keystroke's own frame (its text, "Checking…") never waits
+        // for the answer to the keystroke before, and reading a big
+        // cluster's scenario and drawing the page for it are two tasks,
+        // not one long one.
         let bytes = js_sys::Uint8Array::new(&data).to_vec();
-        match postcard::from_bytes::<Reply>(&bytes) {
+        let answer = answer.clone();
+        crate::after_paint(move || match postcard::from_bytes::<Reply>(&bytes) {
             Ok(Reply { answer: Answer::Unreadable(why), .. }) => fail(status, why),
-            // Shown in a task of its own: reading a big cluster's scenario
-            // and drawing the page for it would be one long task.
-            Ok(reply) => {
-                let answer = answer.clone();
-                leptos::prelude::set_timeout(move || take(reply, status, &answer), std::time::Duration::ZERO);
-            }
+            Ok(reply) => crate::then(move || take(reply, status, &answer)),
             Err(e) => fail(status, format!("its answer could not be read ({e})")),
-        }
+        });
     });
     let on_error = Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
         ev.prevent_default();

@@ -208,21 +208,33 @@ await test('re-simulation: every parameter control of every scenario', async () 
         if (!el) return null;
         const before = performance.getEntriesByName('kh-build').length;
         const link = location.hash;
-        const t0 = performance.now();
-        el.click();
-        await new Promise((done) => requestAnimationFrame(() => {
+        // Resolves once the next frame is painted: the message posted from
+        // its animation callback arrives after that frame.
+        const painted = () => new Promise((done) => requestAnimationFrame(() => {
           const ch = new MessageChannel();
           ch.port1.onmessage = done;
           ch.port2.postMessage(0);
         }));
+        // The probe's animation callback is asked for before the click's,
+        // so its message comes as soon as the frame is painted, not after
+        // tasks the click queued from the same frame.
+        const next = painted();
+        const t0 = performance.now();
+        el.click();
+        await next;
         const t1 = performance.now();
+        // The choice is applied in a task after that frame (Player::choose,
+        // aria-busy until then); then the page is drawn for it.
+        while (document.querySelector('.kh[aria-busy]') && performance.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 0));
+        await painted();
+        const t2 = performance.now();
         const builds = performance.getEntriesByName('kh-build').slice(before).map((e) => e.duration);
-        return { paint: t1 - t0, builds, changed: location.hash !== link };
+        return { paint: t1 - t0, redrawn: t2 - t0, builds, changed: location.hash !== link };
       }, c);
       if (!r) continue;
       all.push({ id, ...c, ...r });
       const build = r.builds.length ? r.builds.map(ms).join(' + ') : 'none (no rebuild)';
-      console.log(`metric: re-sim ${id} ${c.kind} "${c.name}": core rebuild ${build}; click to next paint ${ms(r.paint)}`);
+      console.log(`metric: re-sim ${id} ${c.kind} "${c.name}": core rebuild ${build}; click to next paint ${ms(r.paint)}; to the redrawn page ${ms(r.redrawn)}`);
     }
   }
   check(all.length > 0, 'no parameter control found');
@@ -230,9 +242,10 @@ await test('re-simulation: every parameter control of every scenario', async () 
   for (const kind of ['tab', 'choice', 'switch']) {
     const xs = all.filter((r) => r.kind === kind);
     if (!xs.length) continue;
-    const b = xs.flatMap((r) => r.builds), p = xs.map((r) => r.paint);
+    const b = xs.flatMap((r) => r.builds), p = xs.map((r) => r.paint), d = xs.map((r) => r.redrawn);
     console.log(`metric: re-sim ${kind === "switch" ? "switche" : kind}s (${xs.length}): core rebuild median ${ms(median(b))}, max ${ms(Math.max(...b))};`
-      + ` click to next paint median ${ms(median(p))}, max ${ms(Math.max(...p))}; issue target rebuild < 16 ms`);
+      + ` click to next paint (the control shows the choice) median ${ms(median(p))}, max ${ms(Math.max(...p))};`
+      + ` click to the redrawn page median ${ms(median(d))}, max ${ms(Math.max(...d))}; issue target next paint ≤ 16 ms median`);
   }
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
 });

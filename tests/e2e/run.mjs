@@ -70,6 +70,13 @@ async function open(hash = '', opts = {}) {
 
 function check(cond, msg) { if (!cond) throw new Error(msg); }
 
+// A parameter control's choice is shown on the control at once and
+// applied a frame after the click, in a task of its own
+// (Player::choose); the page is aria-busy until then.
+const settled = (page) => page.waitForFunction(() => !document.querySelector('.kh[aria-busy]'), null, { timeout: 10000 });
+// Clicks a parameter control and waits until its choice is applied.
+const choose = async (page, control) => { await control.click(); await settled(page); };
+
 async function test(name, fn) {
   try { await fn(); passed++; console.log(`ok   ${name}`); }
   catch (e) { failed++; console.log(`FAIL ${name}\n     ${String(e.message ?? e).split('\n').join('\n     ')}`); }
@@ -626,17 +633,19 @@ await test('random pick: the switch rebuilds the walkthrough with a seed, and of
   const fixed = await page.textContent('.kh-hoplist');
   check(fixed.includes('DNAT to 10.244.3.9:8080'), `fixed pick changed:\n${fixed}`);
   await sw.check();
+  await settled(page);
   check(await sw.isChecked(), 'switch did not turn on');
   await page.waitForFunction(() => /\?seed=\d+$/.test(location.hash));
   const seed1 = (await page.textContent('[data-testid=seed]')).replace(/\D/g, '');
   check(page.url().endsWith(`#/nodeport-loadbalancer/2?seed=${seed1}`), `hash lacks the seed: ${page.url()}`);
   check(await currentStep(page) === 2, 'the step was not kept');
   check(await page.getAttribute('.kh', 'data-playing') === 'true', 'the step did not play again');
-  await page.getByRole('button', { name: 'New seed' }).click();
+  await choose(page, page.getByRole('button', { name: 'New seed' }));
   const seed2 = (await page.textContent('[data-testid=seed]')).replace(/\D/g, '');
   check(seed2 !== seed1 && page.url().endsWith(`?seed=${seed2}`), `New seed: ${seed1} → ${seed2}, ${page.url()}`);
   check((await page.textContent('.kh-canvas svg')).includes('Node-3'), 'canvas gone after a new seed');
   await sw.uncheck();
+  await settled(page);
   await page.waitForFunction(() => !location.hash.includes('?'));
   check(await page.textContent('.kh-hoplist') === fixed, 'turning it off did not restore the fixed picks');
   // Playing, the link names the step; if the replay already ended, its end.
@@ -826,9 +835,9 @@ await test('explorer: the canvas stays put when the tab or the client changes', 
     const first = await top(page);
     const seen = [];
     for (const client of ['Pod web', 'Laptop']) {
-      await page.getByRole('button', { name: client, exact: true }).click();
+      await choose(page, page.getByRole('button', { name: client, exact: true }));
       for (const t of TABS) {
-        await page.getByRole('tab', { name: t, exact: true }).click();
+        await choose(page, page.getByRole('tab', { name: t, exact: true }));
         await page.waitForFunction((v) => location.hash.includes(`tab=${v}`) || (v === 'clusterip' && !location.hash.includes('tab=')), t.toLowerCase());
         seen.push([`${client}/${t}`, await top(page)]);
       }
@@ -836,11 +845,11 @@ await test('explorer: the canvas stays put when the tab or the client changes', 
     const off = seen.filter(([, y]) => Math.abs(y - first) > 1);
     check(off.length === 0, `${w}px: the canvas starts at ${first}px on the first tab, elsewhere at ${off.map(([k, y]) => `${k} ${y}px`).join(', ')}`);
     // What does not apply stays in its place, disabled, and says when it applies.
-    await page.getByRole('tab', { name: 'ClusterIP', exact: true }).click();
+    await choose(page, page.getByRole('tab', { name: 'ClusterIP', exact: true }));
     const policy = page.getByRole('switch', { name: 'externalTrafficPolicy: Local' });
     check(await policy.isVisible() && await policy.isDisabled(), `${w}px: on ClusterIP the policy switch is not shown disabled`);
     check(await page.getByRole('group', { name: 'Only for NodePort or LoadBalancer' }).count() === 1, `${w}px: the disabled switch does not say when it applies`);
-    await page.getByRole('tab', { name: 'NodePort', exact: true }).click();
+    await choose(page, page.getByRole('tab', { name: 'NodePort', exact: true }));
     check(await policy.isEnabled(), `${w}px: on NodePort the policy switch is disabled`);
     await page.close();
   }
@@ -856,7 +865,7 @@ await test("explorer: each tab's kubectl get svc line is right", async () => {
   };
   const { page } = await open('#/service-types/1/end');
   for (const t of TABS) {
-    await page.getByRole('tab', { name: t, exact: true }).click();
+    await choose(page, page.getByRole('tab', { name: t, exact: true }));
     // End on a focused tab moves to the last tab, as in any tab list: press it elsewhere.
     await page.evaluate(() => document.activeElement.blur());
     await page.keyboard.press('End');
@@ -889,7 +898,7 @@ await test('explorer: every tab × client × action plays to its end with no con
 
 await test('explorer: From Outside ends in a dropped hop, and says why', async () => {
   const { page, errors } = await open('#/service-types/1');
-  await page.getByRole('button', { name: 'Demo: From Outside' }).click();
+  await choose(page, page.getByRole('button', { name: 'Demo: From Outside' }));
   await page.keyboard.press('End');
   check(await currentStep(page) === 3, 'the demo opens Send Request');
   const last = page.locator('.kh-hoplist li').last();
@@ -910,7 +919,7 @@ await test('explorer: Headless answers three A records, and two after a Pod is m
   const distinct = async () => new Set((await page.textContent('.kh-hoplist')).match(/A 10\.244\.\d+\.\d+/g)).size;
   await answer(page);
   check(await distinct() === 3, `expected three A records, got ${await distinct()}`);
-  await page.getByRole('switch', { name: 'Pod api-r8t6w Ready' }).click();
+  await choose(page, page.getByRole('switch', { name: 'Pod api-r8t6w Ready' }));
   await page.waitForFunction(() => location.hash.includes('notready=api-r8t6w'));
   await answer(page);
   check(await distinct() === 2, `expected two A records after a Pod is not Ready, got ${await distinct()}`);
@@ -948,7 +957,7 @@ await test('explorer: links open each state, and a link that cannot be understoo
 
 await test('explorer: the manifest marks what changed from the previous tab', async () => {
   const { page } = await open('#/service-types/1/end?tab=nodeport');
-  await page.getByRole('tab', { name: 'Headless' }).click();
+  await choose(page, page.getByRole('tab', { name: 'Headless' }));
   await page.evaluate(() => document.activeElement.blur());
   await page.keyboard.press('End');
   const changed = await page.locator('.kh-line.changed').allTextContents();
@@ -979,6 +988,7 @@ for (const [w, h] of [[720, 1400], [1920, 1080]]) {
   for (const demo of ['from-pod', 'from-outside', 'nodeport', 'loadbalancer', 'externalname', 'headless']) {
     const { page } = await open('#/service-types/1', { viewport: { width: w, height: h } });
     await page.locator('.kh-demo').filter({ hasText: new RegExp(`^Demo: ${{ 'from-pod': 'From a Pod', 'from-outside': 'From Outside', nodeport: 'NodePort', loadbalancer: 'LoadBalancer', externalname: 'ExternalName', headless: 'Headless' }[demo]}$`) }).click();
+    await settled(page);
     await page.evaluate(() => { document.activeElement.blur(); window.scrollTo(0, 0); });
     await page.keyboard.press('End');
     await page.screenshot({ path: join(out, `demo-${demo}-${w}.png`), fullPage: w === 720 });
@@ -1077,7 +1087,7 @@ await test('kube-proxy mode: every scenario plays to its end in nftables mode, w
   // The switch rebuilds the same step in the other mode, and the link says so.
   const { page, errors } = await open('#/nodeport-loadbalancer/2/2');
   check((await page.textContent('.kh-save-main')).includes('-A KUBE-NODEPORTS'), 'iptables mode does not show iptables lines');
-  await page.getByRole('group', { name: 'kube-proxy mode' }).getByRole('button', { name: 'nftables', exact: true }).click();
+  await choose(page, page.getByRole('group', { name: 'kube-proxy mode' }).getByRole('button', { name: 'nftables', exact: true }));
   await page.waitForFunction(() => location.hash.includes('mode=nftables'), null, { timeout: 5000 });
   await page.waitForFunction(() => document.querySelector('[data-testid=rules] h2')?.textContent.includes('nft'), null, { timeout: 5000 });
   const text = await page.textContent('.kh-save-main');
