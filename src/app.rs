@@ -35,7 +35,7 @@ pub struct Ctx {
 impl Ctx {
     /// Runs `f` on the scenario.
     pub fn with_scenario<T>(&self, f: impl FnOnce(&Scenario) -> T) -> T {
-        self.player.scenario.with(f)
+        self.player.scenario.with(|s| f(s))
     }
 
     /// Runs `f` on the current step of the scenario.
@@ -185,7 +185,7 @@ pub fn moment_of(frame: Memo<Frame>) -> Memo<Moment> {
 
 /// Derives the layout and the frame from the player, and provides them.
 fn provide_ctx(player: Player) -> Ctx {
-    let layout = Memo::new(move |_| player.scenario.with(Layout::for_scenario));
+    let layout = Memo::new(move |_| player.scenario.with(|s| Layout::for_scenario(s)));
     let frame = Memo::new(move |_| {
         let (s, p) = (player.step.get(), player.shown_progress());
         player.scenario.with(|sc| frame(sc, s, p))

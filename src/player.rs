@@ -37,8 +37,9 @@ thread_local! {
 #[derive(Clone, Debug, PartialEq)]
 struct Built {
     /// `None` while a typed Service is refused or still being read: the
-    /// scenario memo keeps the last scenario it showed.
-    scenario: Option<Scenario>,
+    /// scenario memo keeps the last scenario it showed. Shared, so the
+    /// memos that hand it on never copy a whole scenario.
+    scenario: Option<Arc<Scenario>>,
     refusal: Option<Refusal>,
 }
 
@@ -53,11 +54,11 @@ fn typed(id: &str, p: &Params) -> bool {
 /// (`edited`) when it is for these very parameters, else nothing yet.
 fn build(id: &str, params: &Params, cluster: &crate::cluster::ClusterRead, edited: &Option<Arc<Edited>>) -> Built {
     if let (true, Some(Ok(c))) = (id == scenarios::your_cluster::ENTRY.id, cluster) {
-        return Built { scenario: Some(c.scenario.clone()), refusal: None };
+        return Built { scenario: Some(Arc::new(c.scenario.clone())), refusal: None };
     }
     if typed(id, params) {
         return match edited {
-            Some(e) if e.id == id && &e.params == params => Built { scenario: e.scenario.clone(), refusal: e.refusal.clone() },
+            Some(e) if e.id == id && &e.params == params => Built { scenario: e.scenario.clone().map(Arc::new), refusal: e.refusal.clone() },
             _ => Built { scenario: None, refusal: None },
         };
     }
@@ -79,7 +80,7 @@ fn build(id: &str, params: &Params, cluster: &crate::cluster::ClusterRead, edite
             .or_else(|| scenarios::build(&default_id(), &Params::default()))
             .unwrap_or_else(|| (scenarios::REGISTRY[0].build)(&Params::default()))
     });
-    Built { scenario: Some(s), refusal: None }
+    Built { scenario: Some(Arc::new(s)), refusal: None }
 }
 
 /// Runs `f` inside a performance measure named `name`, for the e2e
@@ -105,7 +106,7 @@ pub fn measured<T>(name: &str, f: impl FnOnce() -> T) -> T {
 pub fn prebuild(hash: &str, opening: Option<crate::opening::Opening>) {
     let opening = std::cell::Cell::new(opening);
     let _ = link::parse_with(hash, scenarios::REGISTRY, |id, p| match opening.take().and_then(|o| o.scenario_for(id, p)) {
-        Some(s) => keep(id, p, Built { scenario: Some(s), refusal: None }),
+        Some(s) => keep(id, p, Built { scenario: Some(Arc::new(s)), refusal: None }),
         None => build_and_keep(id, p),
     });
 }
@@ -126,9 +127,18 @@ fn keep(id: &str, p: &Params, b: Built) -> usize {
 
 /// The scenario's own, when a typed Service was refused and nothing was
 /// shown before.
-fn without_edit(id: &str, params: &Params) -> Scenario {
+fn without_edit(id: &str, params: &Params) -> Arc<Scenario> {
     let own = params.clone().with("manifest", Value::Manifest(String::new()));
-    build(id, &own, &None, &None).scenario.unwrap_or_else(|| (scenarios::REGISTRY[0].build)(&Params::default()))
+    build(id, &own, &None, &None).scenario.unwrap_or_else(|| Arc::new((scenarios::REGISTRY[0].build)(&Params::default())))
+}
+
+/// Whether the scenario memo's new value is another scenario: the same
+/// one handed on is not, without comparing it field by field.
+fn other_scenario(old: Option<&Arc<Scenario>>, new: Option<&Arc<Scenario>>) -> bool {
+    match (old, new) {
+        (Some(a), Some(b)) => !Arc::ptr_eq(a, b) && a != b,
+        _ => true,
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -138,7 +148,7 @@ pub struct Player {
     pub params: RwSignal<Params>,
     /// The scenario shown: the one built, or, while a typed Service is
     /// refused, the last one shown (the canvas keeps the last valid state).
-    pub scenario: Memo<Scenario>,
+    pub scenario: Memo<Arc<Scenario>>,
     /// Why the typed Service is not shown, if it is not.
     pub refusal: Memo<Option<Refusal>>,
     pub step: RwSignal<usize>,
@@ -216,13 +226,16 @@ impl Player {
             let id = scenario_id.get();
             params.with(|p| typed(&id, p) && !edited.with(|e| e.as_ref().is_some_and(|e| e.id == id && &e.params == p)))
         });
-        let scenario = Memo::new(move |prev: Option<&Scenario>| {
-            built.with(|b| match (&b.scenario, prev) {
-                (Some(s), _) => s.clone(),
-                (None, Some(last)) if last.id == scenario_id.get_untracked() => last.clone(),
-                (None, _) => params.with_untracked(|p| without_edit(&scenario_id.get_untracked(), p)),
-            })
-        });
+        let scenario = Memo::new_with_compare(
+            move |prev: Option<&Arc<Scenario>>| {
+                built.with(|b| match (&b.scenario, prev) {
+                    (Some(s), _) => s.clone(),
+                    (None, Some(last)) if last.id == scenario_id.get_untracked() => last.clone(),
+                    (None, _) => params.with_untracked(|p| without_edit(&scenario_id.get_untracked(), p)),
+                })
+            },
+            other_scenario,
+        );
         let refusal = Memo::new(move |_| built.with(|b| b.refusal.clone()));
         Player {
             scenario_id,
