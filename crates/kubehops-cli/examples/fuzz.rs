@@ -146,6 +146,7 @@ pub fn command_line(rng: &mut Rng) -> Vec<String> {
     // The command's words, its flags, and whether it reads objects (-f).
     // The commands that read objects come twice as often as the others.
     let nft_format = ["--format", "transaction", "ruleset", "kernel"];
+    let network = ["--network", "routed", "vxlan", "vxlan", "host-gw"];
     let service_cidr = ["--service-cidr", "10.96.0.0/12", "10.96.0.1", "fd00::/108", "0.0.0.0/0"];
     let (mut a, required, optional, reads): (Vec<String>, Flags, Flags, bool) = match rng.below(12) {
         0 | 1 => {
@@ -154,7 +155,7 @@ pub fn command_line(rng: &mut Rng) -> Vec<String> {
             }
             (vec!["iptables-save".into()], vec![&node], vec![&format, &features, &range, strict], true)
         }
-        2 | 3 => (vec!["trace".into()], vec![&node, &src, &dst, &dport], vec![&proto, &output, &["--from-node"], &features, &range, strict], true),
+        2 | 3 => (vec!["trace".into()], vec![&node, &src, &dst, &dport], vec![&proto, &output, &["--from-node"], &features, &range, strict, &network, &["--handshake"]], true),
         4 | 5 => {
             let resource = *rng.pick(&["svc", "svc", "service", "services", "pods"]);
             (vec!["get".into(), resource.into()], vec![], vec![&ns, &namespace, &["-A"], &["--all-namespaces"], &["-o", "wide"], &now, strict], true)

@@ -14,6 +14,7 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use kubehops_core::api::server::PortRange;
 use kubehops_core::dataplane::kubeproxy::{NodeFeatures, ProxyMode};
+use kubehops_core::dataplane::overlay::{PodNetwork, VxlanConfig};
 use kubehops_core::dns::QType;
 use kubehops_core::net::{Cidr, Protocol};
 use std::ffi::OsStr;
@@ -279,7 +280,12 @@ endpoint it could reach and whether it is masqueraded; -o json prints {\"verdict
 \"targets\", \"masquerade\"}. The rules are kube-proxy's in the mode the
 KubeProxyConfiguration sets (iptables unless it says nftables), or in --proxy-mode: in
 iptables mode its iptables-save lines, in nftables mode the ip kube-proxy table's chains
-and rules, each verdict-map look-up followed by the element it found."
+and rules, each verdict-map look-up followed by the element it found.
+
+With --network vxlan it adds, for each packet that leaves NAME for a Pod on another node,
+the VXLAN overlay flannel builds around it; with --handshake, the packets of the TCP
+connection and the node's conntrack state after each. -o json then adds \"overlay\" and
+\"handshake\"."
 )]
 pub struct TraceArgs {
     /// The node [default: the config's hostnameOverride]
@@ -341,8 +347,58 @@ that rule is left out. The iptables mode has no such rule"
     #[command(flatten)]
     pub features: FeaturesArg,
 
+    /// routed (the default) or vxlan
+    #[arg(
+        long,
+        value_name = "NETWORK",
+        hide_possible_values = true,
+        value_parser = Checked::new(network, &["routed", "vxlan"]),
+        long_help = "How Pod traffic crosses between nodes:
+--network routed  (the default) each node routes the other nodes' Pod ranges via
+                  their addresses; nothing is added to the output
+--network vxlan   flannel's VXLAN backend with its defaults. For each packet that
+                  leaves NAME (after the rules' DNAT and SNAT) for a Pod in another
+                  node's spec.podCIDR, the output adds the outer header (node
+                  InternalIP to node InternalIP, UDP source port chosen by the kernel
+                  in 32768-60998, destination port 8472, VNI 1), the inner packet
+                  carried unchanged, flannel.1 on NAME wrapping it, the node owning
+                  the destination's Pod range unwrapping it, and the cost: 50 bytes
+                  of headers, so flannel.1's MTU is 1450. A Pod on NAME itself is
+                  not wrapped. A masqueraded packet leaves from the address of the
+                  device it goes out of (flannel.1's, the first of NAME's Pod range)"
+    )]
+    pub network: Option<PodNetwork>,
+
+    /// The TCP connection's packets and conntrack states
+    #[arg(
+        long,
+        long_help = "TCP only. Instead of one packet, the connection's real packets, as a short
+request and response closed by the client: SYN, SYN-ACK, ACK, request, response, FIN,
+ACK, FIN, ACK. Each with its direction, its flags (as tcpdump writes them) and NAME's
+conntrack entry after it: the state as the kernel names it (SYN_SENT ... TIME_WAIT), its
+timeout with kube-proxy's conntrack settings (established 24h, close-wait 1h) and the
+[UNREPLIED] and [ASSURED] marks. The rules decide the SYN only; every later packet
+matches the conntrack entry. With several endpoints, the connection goes to the one
+the matched rules lead to. With --network vxlan each packet that crosses between
+nodes, either way, is shown wrapped. UDP and SCTP are refused: a UDP query has one
+answer, which the trace without --handshake shows"
+    )]
+    pub handshake: bool,
+
     /// json: {"verdict", "targets", "masquerade"}
-    #[arg(short = 'o', long = "output", value_name = "FORMAT", hide_possible_values = true, value_parser = Checked::new(trace_output, &["json"]))]
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FORMAT",
+        hide_possible_values = true,
+        value_parser = Checked::new(trace_output, &["json"]),
+        long_help = "json: {\"verdict\", \"targets\", \"masquerade\"}, and only when they apply: \"mode\" in
+nftables mode, \"overlay\" with --network vxlan (the device, VNI, UDP port, MTU and
+overhead, and per packet leaving the node its \"delivery\", \"outer\" header and the node
+it is \"unwrapped_at\"), \"handshake\" with --handshake (per packet its \"direction\",
+\"flags\", conntrack \"state\", \"timeout\" in seconds, \"assured\", \"unreplied\" and
+\"decided_by\": rules or conntrack)"
+    )]
     pub json: Option<bool>,
 
     #[command(flatten)]
@@ -576,6 +632,15 @@ fn protocol(s: &str) -> Result<Protocol, String> {
     Protocol::parse(s).ok_or_else(|| format!("invalid argument \"{s}\" for \"--proto\": want tcp, udp or sctp"))
 }
 
+/// trace's `--network`: the Pod network between nodes.
+fn network(s: &str) -> Result<PodNetwork, String> {
+    match s {
+        "routed" => Ok(PodNetwork::Routed),
+        "vxlan" => Ok(PodNetwork::Vxlan(VxlanConfig::default())),
+        other => Err(format!("invalid argument \"{other}\" for \"--network\": want routed or vxlan (flannel's VXLAN backend)")),
+    }
+}
+
 /// trace's `-o`: `json` is the only format besides the default text.
 fn trace_output(s: &str) -> Result<bool, String> {
     match s {
@@ -630,7 +695,7 @@ const SYNOPSES: [(&str, &str); 6] = [
     ("nft", "nft [--node NAME] [--format transaction|ruleset] [--service-cidr CIDR] [--strict] -f FILE..."),
     (
         "trace",
-        "trace [--node NAME] --src IP --dst IP --dport PORT [--proto tcp|udp|sctp] [--from-node] [--proxy-mode iptables|nftables] [--service-cidr CIDR] [--iptables-features FEATURES] [-o json] [--strict] -f FILE...",
+        "trace [--node NAME] --src IP --dst IP --dport PORT [--proto tcp|udp|sctp] [--from-node] [--proxy-mode iptables|nftables] [--service-cidr CIDR] [--iptables-features FEATURES] [--network routed|vxlan] [--handshake] [-o json] [--strict] -f FILE...",
     ),
     ("get", "get svc [-n NAMESPACE | -A] [-o wide] [--now RFC3339] [--strict] -f FILE..."),
     ("dig", "dig NAME [A|SRV|CNAME] [-n NAMESPACE] [--strict] -f FILE..."),

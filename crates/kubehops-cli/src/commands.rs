@@ -4,12 +4,13 @@
 
 use crate::args::{self, Command, CompletionArgs, DigArgs, Format, GetArgs, InputArgs, IptablesSaveArgs, NftArgs, NftFormat, NotRun, Program, TraceArgs};
 use crate::objects::Cluster;
-use crate::{input, objects, Error, Output};
+use crate::{input, objects, wire, Error, Output};
 use kubehops_core::api::kubectl::{get_svc, Namespaces};
 use kubehops_core::api::server::PortRange;
 use kubehops_core::api::Node;
 use kubehops_core::dataplane::kubeproxy::{changed_services, restore_payload, sync_node, KubeProxyConfig, NodeFeatures, NodeRules, ProxyMode, SyncMode};
 use kubehops_core::dataplane::nftables::{self, NftablesConfig};
+use kubehops_core::dataplane::overlay::PodNetwork;
 use kubehops_core::dataplane::trace::{node_addresses, trace, trace_nftables, TraceResult, TraceVerdict};
 use kubehops_core::dns::{ClusterDns, DnsConfig, QType, NDOTS};
 use kubehops_core::net::{Packet, Protocol, SockAddr};
@@ -157,6 +158,15 @@ struct TraceJson {
     masquerade: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     mode: Option<&'static str>,
+    /// With --network vxlan only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    overlay: Option<wire::OverlayJson>,
+    /// With --handshake only: empty when the rules refuse the SYN, and
+    /// then `handshake_note` says so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    handshake: Option<Vec<wire::HandshakePacket>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    handshake_note: Option<String>,
 }
 
 fn trace_cmd(a: &TraceArgs, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> Error) -> Outcome {
@@ -166,6 +176,15 @@ fn trace_cmd(a: &TraceArgs, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> E
     let dport = a.dport.ok_or_else(|| required("dport"))?;
     let proto = a.proto.unwrap_or(Protocol::Tcp);
     let json = a.json.unwrap_or(false);
+    match proto {
+        _ if !a.handshake => {}
+        Protocol::Tcp => {}
+        Protocol::Udp => {
+            return Err((String::new(), usage_of("--handshake follows a TCP connection; UDP has none: one query and one answer, which the trace without --handshake shows".into())));
+        }
+        _ => return Err((String::new(), usage_of(format!("--handshake follows a TCP connection; {}'s is not modelled: leave --handshake out", proto.api_name())))),
+    }
+    let network = a.network.clone().unwrap_or_default();
     let c = load(&a.input, stdin, usage_of)?;
     let (node, cfg) = pick_node(a.node.as_deref(), &c, a.features.iptables_features, usage_of).map_err(|e| (warnings(&c), e))?;
     let mode = a.proxy_mode.unwrap_or(cfg.mode);
@@ -175,9 +194,17 @@ fn trace_cmd(a: &TraceArgs, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> E
     let pkt = Packet::new(proto, SockAddr::new(src, TRACE_SOURCE_PORT), SockAddr::new(dst, dport));
     let result = trace_in_mode(mode, a, node, cfg, &c, &pkt);
     let targets: Vec<String> = result.targets.iter().map(|t| t.to_string()).collect();
+    let traced = wire::Traced { node, packet: pkt, result: &result, features: a.features.iptables_features.unwrap_or(NodeFeatures::MODERN) };
+    let overlay = matches!(network, PodNetwork::Vxlan(_)).then(|| wire::overlay(&traced, &c, &network));
+    let handshake = a.handshake.then(|| wire::handshake(&traced, &c, &network));
     let stdout = if json {
         let mode = (mode == ProxyMode::Nftables).then_some(mode.as_str());
-        let doc = TraceJson { verdict: result.verdict, targets, masquerade: result.masquerade, mode };
+        let (handshake, handshake_note) = match &handshake {
+            None => (None, None),
+            Some(Ok(steps)) => (Some(steps.clone()), None),
+            Some(Err(note)) => (Some(Vec::new()), Some(note.clone())),
+        };
+        let doc = TraceJson { verdict: result.verdict, targets, masquerade: result.masquerade, mode, overlay, handshake, handshake_note };
         let text = serde_json::to_string_pretty(&doc).map_err(|e| (warnings(&c), Error::Other(format!("cannot write JSON: {e}"))))?;
         format!("{text}\n")
     } else {
@@ -186,6 +213,12 @@ fn trace_cmd(a: &TraceArgs, stdin: &mut dyn Read, usage_of: &dyn Fn(String) -> E
         s.push_str(&format!("verdict: {verdict}\n"));
         s.push_str(&format!("targets: {}\n", if targets.is_empty() { "<none>".to_string() } else { targets.join(", ") }));
         s.push_str(&format!("masquerade: {}\n", result.masquerade));
+        if let Some(o) = &overlay {
+            s.push_str(&wire::overlay_text(o, &c));
+        }
+        if let Some(hs) = &handshake {
+            s.push_str(&wire::handshake_text(&traced, hs));
+        }
         s
     };
     let mut stderr = warnings(&c);

@@ -14,6 +14,7 @@ pub use kubehops_objects::objects;
 /// RFC 3339 times: [`kubehops_objects::time`].
 pub use kubehops_objects::time;
 pub mod process;
+pub mod wire;
 
 use kubehops_core::api::server::ApiError;
 use kubehops_core::dns::DnsWarning;

@@ -363,6 +363,191 @@ fn trace_from_the_node_and_without_endpoints() {
     check_golden("trace-no-endpoints", &out);
 }
 
+// ------------------------------------------------- trace: the wire form
+
+/// A Pod on node-2 (10.244.2.4) opens web's cluster IP: both endpoints are
+/// on other nodes (10.244.1.5 on node-1, 10.244.3.9 on node-3).
+const POD_TO_WEB: [&str; 9] = ["trace", "--node", "node-2", "--src", "10.244.2.4", "--dst", "10.96.0.50", "--dport", "80"];
+
+#[test]
+fn network_routed_is_todays_output_byte_for_byte() {
+    let cases: [&[&str]; 3] = [
+        &["trace", "--node", "node-2", "--dst", "10.0.0.12", "--src", "198.51.100.7", "--dport", "30080"],
+        &["trace", "--node", "node-3", "--src", "10.0.0.13", "--dst", "10.96.0.50", "--dport", "80", "--from-node"],
+        &["trace", "--node", "node-2", "--src", "198.51.100.7", "--dst", "203.0.113.10", "--dport", "80", "-o", "json"],
+    ];
+    for case in cases {
+        let plain = run_ok(&with(&[case, &CLUSTER]));
+        assert_eq!(run_ok(&with(&[case, &["--network", "routed"], &CLUSTER])), plain, "{case:?}");
+        assert_eq!(run_ok(&with(&[case, &["--network=vxlan", "--network", "routed"], &CLUSTER])), plain, "the last --network wins");
+    }
+}
+
+#[test]
+fn vxlan_wraps_a_packet_for_another_nodes_pod() {
+    let routed = run_ok(&with(&[&POD_TO_WEB, &CLUSTER]));
+    let out = run_ok(&with(&[&POD_TO_WEB, &["--network", "vxlan"], &CLUSTER]));
+    // The trace itself is unchanged; the overlay follows it.
+    let overlay = out.strip_prefix(&routed).unwrap_or_else(|| panic!("routed output first:\n{out}"));
+    assert!(overlay.starts_with("network: vxlan (flannel's defaults: device flannel.1, VNI 1, UDP port 8472, MTU 1450)\n"), "{overlay}");
+    // node-2 is 10.0.0.12; node-1 (10.244.1.0/24) 10.0.0.11; node-3 (10.244.3.0/24) 10.0.0.13.
+    for (target, node, addr) in [("10.244.1.5:8080", "node-1", "10.0.0.11"), ("10.244.3.9:8080", "node-3", "10.0.0.13")] {
+        assert!(overlay.contains(&format!("to {target}:\n  wrapped by flannel.1 on node-2")), "{overlay}");
+        assert!(overlay.contains(&format!("outer: 10.0.0.12 → {addr} udp, source port chosen by the kernel in 32768–60998, destination port 8472, VXLAN VNI 1\n")), "{overlay}");
+        assert!(overlay.contains(&format!("inner: 10.244.2.4:40000 → {target} tcp, carried unchanged")), "{overlay}");
+        assert!(overlay.contains(&format!("unwrapped on {node} ({addr}), which owns the inner destination's Pod range")), "{overlay}");
+    }
+    assert!(overlay.ends_with("cost: 50 bytes of headers (outer IPv4 20, UDP 8, VXLAN 8, inner Ethernet 14): flannel.1's MTU is 1450 on a 1500-byte underlay\n"), "{overlay}");
+    check_golden("trace-vxlan-cross-node", &out);
+
+    let json = run_ok(&with(&[&POD_TO_WEB, &["--network", "vxlan", "-o", "json"], &CLUSTER]));
+    let v: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    let o = &v["overlay"];
+    assert_eq!((o["device"].as_str(), o["vni"].as_u64(), o["udp_dst"].as_u64(), o["mtu"].as_u64(), o["overhead"].as_u64()), (Some("flannel.1"), Some(1), Some(8472), Some(1450), Some(50)));
+    let legs = o["packets"].as_array().expect("packets");
+    assert_eq!(legs.len(), 2);
+    assert_eq!(legs[1]["delivery"], "wrapped");
+    assert_eq!(legs[1]["outer"], serde_json::json!({"src": "10.0.0.12", "dst": "10.0.0.13", "udp_src": {"lo": 32768, "hi": 60998}, "udp_dst": 8472, "vni": 1}));
+    assert_eq!(legs[1]["packet"], serde_json::json!({"proto": "tcp", "src": "10.244.2.4:40000", "dst": "10.244.3.9:8080"}));
+    assert_eq!((legs[1]["wrapped_by"].as_str(), legs[1]["unwrapped_at"].as_str()), (Some("flannel.1"), Some("node-3")));
+    assert!(v.get("handshake").is_none(), "only when asked for");
+    check_golden("trace-vxlan-cross-node-json", &json);
+}
+
+#[test]
+fn vxlan_leaves_a_same_node_pod_unwrapped() {
+    // Straight to a Pod of node-1's, from another Pod of node-1's: no rule
+    // rewrites it and it never leaves the node.
+    let out = run_ok(&with(&[&["trace", "--node", "node-1", "--src", "10.244.1.7", "--dst", "10.244.1.5", "--dport", "8080", "--network", "vxlan"], &CLUSTER]));
+    assert!(out.contains("verdict: NONE\n"), "{out}");
+    assert!(out.ends_with("to 10.244.1.5:8080:\n  not wrapped: the destination is a Pod on node-1 itself (its Pod range 10.244.1.0/24)\n"), "{out}");
+    assert!(!out.contains("outer:") && !out.contains("cost:"), "{out}");
+    check_golden("trace-vxlan-same-node", &out);
+    // From node-1, web's endpoints are one here and one on node-3.
+    let out = run_ok(&with(&[&["trace", "--node", "node-1", "--src", "10.244.1.7", "--dst", "10.96.0.50", "--dport", "80", "--network", "vxlan"], &CLUSTER]));
+    assert!(out.contains("to 10.244.1.5:8080:\n  not wrapped: the destination is a Pod on node-1 itself"), "{out}");
+    assert!(out.contains("to 10.244.3.9:8080:\n  wrapped by flannel.1 on node-1"), "{out}");
+    assert!(out.contains("outer: 10.0.0.11 → 10.0.0.13 udp"), "{out}");
+}
+
+#[test]
+fn vxlan_masquerades_to_flannels_address_and_says_what_does_not_leave() {
+    // From outside to web's node port on node-2: masqueraded, and MASQUERADE
+    // takes the address of the device the packet leaves by, flannel.1's.
+    let out = run_ok(&with(&[&["trace", "--node", "node-2", "--network", "vxlan", "--dst", "10.0.0.12"], &FROM_OUTSIDE, &CLUSTER]));
+    assert!(out.contains("inner: 10.244.2.0:random → 10.244.1.5:8080 tcp, carried unchanged"), "{out}");
+    assert!(out.contains("(the source is masqueraded: its port is drawn by MASQUERADE --random-fully)"), "{out}");
+    let kept = run_ok(&with(&[&["trace", "--node", "node-2", "--network", "vxlan", "--iptables-features", "none", "--dst", "10.0.0.12"], &FROM_OUTSIDE, &CLUSTER]));
+    assert!(kept.contains("inner: 10.244.2.0:40000 → 10.244.1.5:8080 tcp"), "{kept}");
+    // api has no endpoints: the packet is rejected on the node.
+    let api_ip = run_ok(&with(&[&["get", "svc"], &CLUSTER, &NOW])).lines().find(|l| l.starts_with("api ")).and_then(|l| l.split_whitespace().nth(2)).expect("api").to_string();
+    let out = run_ok(&with(&[&["trace", "--node", "node-1", "--src", "10.244.1.5", "--dst", &api_ip, "--dport", "443", "--network", "vxlan"], &CLUSTER]));
+    assert!(out.ends_with("verdict: REJECT\ntargets: <none>\nmasquerade: false\nnetwork: vxlan (flannel's defaults: device flannel.1, VNI 1, UDP port 8472, MTU 1450)\nnote: the packet does not leave node-1 (REJECT): nothing is wrapped\n"), "{out}");
+}
+
+#[test]
+fn vxlan_without_a_pod_range_says_so() {
+    let yaml = std::fs::read_to_string(manifest_dir().join("tests/fixtures/cluster/cluster.yaml")).unwrap().replace("  podCIDR: 10.244.3.0/24\n", "");
+    let r = kubehops_with_stdin(&[&POD_TO_WEB[..], &["--network", "vxlan", "--handshake", "-f", "-"]].concat(), &yaml);
+    assert_eq!((r.code, r.stderr.as_str()), (0, ""), "{}", r.stderr);
+    assert!(r.stdout.contains("note: the overlay cannot be worked out: node node-3 has no spec.podCIDR"), "{}", r.stdout);
+    assert!(r.stdout.contains(" 9. ACK (client)"), "the handshake is still shown:\n{}", r.stdout);
+    let r = kubehops_with_stdin(&[&POD_TO_WEB[..], &["--network", "vxlan", "-o", "json", "-f", "-"]].concat(), &yaml);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
+    assert!(v["overlay"]["note"].as_str().is_some_and(|n| n.contains("node-3 has no spec.podCIDR")), "{}", r.stdout);
+    assert_eq!(v["overlay"]["packets"], serde_json::json!([]));
+}
+
+/// The states, marks and timeouts of the standard connection, in order.
+const HANDSHAKE: [(&str, &str, &str, &str, u64, &str); 9] = [
+    ("SYN", "original", "S", "SYN_SENT", 120, " [UNREPLIED]"),
+    ("SYN-ACK", "reply", "S.", "SYN_RECV", 60, ""),
+    ("ACK", "original", ".", "ESTABLISHED", 86400, " [ASSURED]"),
+    ("request", "original", "P.", "ESTABLISHED", 300, " [ASSURED]"),
+    ("response", "reply", "P.", "ESTABLISHED", 300, " [ASSURED]"),
+    ("FIN (client)", "original", "F.", "FIN_WAIT", 120, " [ASSURED]"),
+    ("ACK (server)", "reply", ".", "CLOSE_WAIT", 3600, " [ASSURED]"),
+    ("FIN (server)", "reply", "F.", "LAST_ACK", 30, " [ASSURED]"),
+    ("ACK (client)", "original", ".", "TIME_WAIT", 120, " [ASSURED]"),
+];
+
+#[test]
+fn handshake_shows_each_packet_and_the_conntrack_state_after_it() {
+    let routed = run_ok(&with(&[&POD_TO_WEB, &CLUSTER]));
+    let out = run_ok(&with(&[&POD_TO_WEB, &["--handshake", "--network", "vxlan"], &CLUSTER]));
+    assert!(out.starts_with(&routed), "the trace first:\n{out}");
+    let hs = &out[out.find("handshake: ").expect("handshake")..];
+    assert!(hs.starts_with("handshake: the TCP connection 10.244.2.4:40000 → 10.96.0.50:80 tcp, which reaches 10.244.1.5:8080;"), "{hs}");
+    let rows: Vec<&str> = hs.lines().filter(|l| l.chars().nth(2) == Some('.')).collect();
+    assert_eq!(rows.len(), 9, "{hs}");
+    for (row, (label, dir, flags, state, secs, marks)) in rows.iter().zip(HANDSHAKE) {
+        let (src, dst) = if dir == "original" { ("10.244.2.4:40000", "10.244.1.5:8080") } else { ("10.244.1.5:8080", "10.244.2.4:40000") };
+        assert!(row.contains(&format!(" {label:<13} {dir:<8} {src} → {dst} ")), "{row}");
+        assert!(row.contains(&format!("[{flags}]")) && row.contains(&format!(" {state:<11} timeout {secs}s{marks}")) && row.ends_with(&format!("{secs}s{marks}")), "{row}");
+    }
+    // The rules decide the SYN; conntrack every later packet.
+    assert_eq!(hs.matches("no NAT rule walked: conntrack knows this connection").count(), 8, "{hs}");
+    assert!(hs.contains("[UNREPLIED]\n    the rules decided it: the 10 matched rules above (DNAT to 10.244.1.5:8080)\n"), "{hs}");
+    // Both ways across: node-2 (10.0.0.12) and node-1 (10.0.0.11).
+    assert_eq!(hs.matches("wrapped by flannel.1 on node-2: outer 10.0.0.12 → 10.0.0.11 udp, source port in 32768–60998, destination port 8472, VNI 1; unwrapped on node-1").count(), 5, "{hs}");
+    assert_eq!(hs.matches("wrapped by flannel.1 on node-1: outer 10.0.0.11 → 10.0.0.12 udp, source port in 32768–60998, destination port 8472, VNI 1; unwrapped on node-2").count(), 4, "{hs}");
+    check_golden("trace-handshake-vxlan", &out);
+    // Routed: the same packets, nothing wrapped.
+    let plain = run_ok(&with(&[&POD_TO_WEB, &["--handshake"], &CLUSTER]));
+    assert!(!plain.contains("wrapped") && !plain.contains("network: vxlan"), "{plain}");
+    assert_eq!(plain.matches("no NAT rule walked").count(), 8);
+}
+
+#[test]
+fn handshake_in_json() {
+    let json = run_ok(&with(&[&POD_TO_WEB, &["--handshake", "--network", "vxlan", "-o", "json"], &CLUSTER]));
+    let v: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    let hs = v["handshake"].as_array().expect("handshake");
+    assert_eq!(hs.len(), 9);
+    for (i, (p, (label, dir, flags, state, secs, marks))) in hs.iter().zip(HANDSHAKE).enumerate() {
+        assert_eq!((p["packet"].as_str(), p["direction"].as_str(), p["flags"].as_str(), p["state"].as_str(), p["timeout"].as_u64()), (Some(label), Some(dir), Some(flags), Some(state), Some(secs)));
+        assert_eq!((p["assured"].as_bool(), p["unreplied"].as_bool()), (Some(marks == " [ASSURED]"), Some(marks == " [UNREPLIED]")));
+        assert_eq!(p["decided_by"], if i == 0 { "rules" } else { "conntrack" });
+        let (from, to) = if dir == "original" { ("10.0.0.12", "10.0.0.11") } else { ("10.0.0.11", "10.0.0.12") };
+        assert_eq!((p["overlay"]["outer"]["src"].as_str(), p["overlay"]["outer"]["dst"].as_str()), (Some(from), Some(to)), "{label}");
+        assert_eq!((p["overlay"]["outer"]["udp_dst"].as_u64(), p["overlay"]["outer"]["vni"].as_u64()), (Some(8472), Some(1)));
+    }
+    check_golden("trace-handshake-vxlan-json", &json);
+    // Without --network vxlan, no overlay anywhere.
+    let v: serde_json::Value = serde_json::from_str(&run_ok(&with(&[&POD_TO_WEB, &["--handshake", "-o", "json"], &CLUSTER]))).expect("JSON");
+    assert!(v.get("overlay").is_none() && v["handshake"][0].get("overlay").is_none(), "{v}");
+    // A refused SYN: no connection.
+    let api_ip = run_ok(&with(&[&["get", "svc"], &CLUSTER, &NOW])).lines().find(|l| l.starts_with("api ")).and_then(|l| l.split_whitespace().nth(2)).expect("api").to_string();
+    let args = with(&[&["trace", "--node", "node-1", "--src", "10.244.1.5", "--dst", &api_ip, "--dport", "443", "--handshake"], &CLUSTER]);
+    assert!(run_ok(&args).ends_with("handshake: the rules REJECT the SYN: no connection is made, so conntrack has nothing to follow\n"));
+    let v: serde_json::Value = serde_json::from_str(&run_ok(&[args.clone(), vec!["-o".to_string(), "json".to_string()]].concat())).expect("JSON");
+    assert_eq!(v["handshake"], serde_json::json!([]));
+    assert!(v["handshake_note"].as_str().is_some_and(|n| n.contains("REJECT")));
+}
+
+#[test]
+fn bad_network_and_handshake_values_are_usage_errors() {
+    let cases: [(&[&str], &str); 6] = [
+        (&["--network", "host-gw"], "error: invalid argument \"host-gw\" for \"--network\": want routed or vxlan (flannel's VXLAN backend)\n"),
+        (&["--network", "VXLAN"], "error: invalid argument \"VXLAN\" for \"--network\": want routed or vxlan (flannel's VXLAN backend)\n"),
+        (&["--network="], "error: invalid argument \"\" for \"--network\": want routed or vxlan (flannel's VXLAN backend)\n"),
+        (&["--network"], "error: flag needs an argument: --network\n"),
+        (&["--handshake=yes"], "error: flag --handshake takes no value\n"),
+        (&["--handshake", "--proto", "udp"], "error: --handshake follows a TCP connection; UDP has none: one query and one answer, which the trace without --handshake shows\n"),
+    ];
+    for (extra, first_line) in cases {
+        let args = with(&[&POD_TO_WEB, &CLUSTER, extra]);
+        let r = run(&args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.starts_with(first_line), "{args:?}:\n{}", r.stderr);
+        assert!(r.stderr.contains("Usage: kubehops trace"), "{}", r.stderr);
+        assert_eq!(r.stdout, "");
+    }
+    let r = run(&with(&[&POD_TO_WEB, &["--handshake", "--proto", "sctp"], &CLUSTER]));
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.starts_with("error: --handshake follows a TCP connection; SCTP's is not modelled: leave --handshake out\n"), "{}", r.stderr);
+}
+
 // ------------------------------------------------------------------ get svc
 
 #[test]
@@ -585,10 +770,11 @@ fn help_goes_to_stdout() {
 fn odd_values_never_panic() {
     let yaml = std::fs::read_to_string(manifest_dir().join("tests/fixtures/cluster/cluster.yaml")).unwrap();
     let odd = ["", "[]", "{}", "-1", "0", "70000", "99999999999999999999", "1.5", "x", "null", "true", "\"10.0.0.300\"", "None", "'-'", "\"\\u00e9\""];
-    let commands: [&[&str]; 4] = [
+    let commands: [&[&str]; 5] = [
         &["get", "svc", "-A", "-o", "wide", "--now", "2024-05-01T12:00:00Z", "-f", "-"],
         &["iptables-save", "--node", "node-1", "-f", "-"],
         &["trace", "--node", "node-2", "--src", "198.51.100.7", "--dst", "10.0.0.12", "--dport", "30080", "-o", "json", "-f", "-"],
+        &["trace", "--node", "node-2", "--src", "10.244.2.4", "--dst", "10.96.0.50", "--dport", "80", "--network", "vxlan", "--handshake", "-f", "-"],
         &["dig", "_http._tcp.web", "SRV", "-f", "-"],
     ];
     let lines: Vec<&str> = yaml.lines().collect();

@@ -99,6 +99,7 @@ fn bash_completion_completes_commands_flags_and_values() {
     assert_eq!(complete(&["kubehops", "iptables-save", "--iptables-f"]), ["--iptables-features"]);
     assert_eq!(complete(&["kubehops", "iptables-save", "--format", ""]), ["kube-proxy", "restore", "kernel"]);
     assert_eq!(complete(&["kubehops", "trace", "--proto", ""]), ["tcp", "udp", "sctp"]);
+    assert_eq!(complete(&["kubehops", "trace", "--network", ""]), ["routed", "vxlan"]);
     assert_eq!(complete(&["kubehops", "get", "-o", ""]), ["wide"]);
     assert_eq!(complete(&["kubehops", "completion", "z"]), ["zsh"]);
     let get_flags = complete(&["kubehops", "get", "--"]);
