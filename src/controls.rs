@@ -4,7 +4,7 @@
 //! demos and the random pick switch.
 
 use crate::app::Ctx;
-use crate::player::{next_seed, Chosen, Player, SPEEDS};
+use crate::player::{next_seed, Chosen, SPEEDS};
 use kubehops_core::scenarios::{Choice, ChoiceStyle, ParamKind, ParamSpec, Value};
 use leptos::prelude::*;
 
@@ -158,10 +158,7 @@ fn draw_seed(prev: Option<u64>) -> u64 {
 pub fn RandomPick() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let p = ctx.player;
-    let seed = Memo::new(move |_| match p.chosen_value("seed") {
-        Some(Value::Seed(s)) => s,
-        _ => p.scenario.with(|s| s.params.seed()),
-    });
+    let seed = Memo::new(move |_| p.shown(|ps| ps.seed()));
     let has_seed = Memo::new(move |_| p.scenario.with(|s| s.params.get("seed").is_some()));
     // The last seed used, so switching off and on again repeats it.
     let last = RwSignal::new(None::<u64>);
@@ -312,7 +309,7 @@ fn Tabs(key: String, label: String, options: Vec<Choice>) -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let p = ctx.player;
     let k = key.clone();
-    let current = Memo::new(move |_| shown_choice(p, &k));
+    let current = Memo::new(move |_| p.shown(|ps| ps.choice(&k).unwrap_or_default().to_string()));
     let values: Vec<String> = options.iter().map(|c| c.value.clone()).collect();
     let pick = {
         let key = key.clone();
@@ -365,15 +362,6 @@ fn Tabs(key: String, label: String, options: Vec<Choice>) -> impl IntoView {
                 })
                 .collect_view()}
         </div>
-    }
-}
-
-/// The value a choice shows: the one just chosen, until it is applied,
-/// else the scenario's.
-fn shown_choice(p: Player, key: &str) -> String {
-    match p.chosen_value(key) {
-        Some(Value::Choice(v)) => v,
-        _ => p.scenario.with(|s| s.params.choice(key).unwrap_or_default().to_string()),
     }
 }
 
@@ -461,7 +449,7 @@ fn Segmented(key: String, label: String, options: Vec<Choice>) -> impl IntoView 
     let ctx = expect_context::<Ctx>();
     let p = ctx.player;
     let k = key.clone();
-    let current = Memo::new(move |_| shown_choice(p, &k));
+    let current = Memo::new(move |_| p.shown(|ps| ps.choice(&k).unwrap_or_default().to_string()));
     let name = label.clone();
     view! {
         <div class="kh-seg-param" role="group" aria-label=name>
@@ -492,10 +480,7 @@ fn Toggle(key: String, label: String) -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let p = ctx.player;
     let k = key.clone();
-    let on = Memo::new(move |_| match p.chosen_value(&k) {
-        Some(Value::Toggle(b)) => b,
-        _ => p.scenario.with(|s| s.params.toggle(&k)),
-    });
+    let on = Memo::new(move |_| p.shown(|ps| ps.toggle(&k)));
     view! {
         <label class="kh-switch">
             <input type="checkbox" role="switch" prop:checked=move || on.get() on:change=move |ev| p.choose(Chosen::Param(key.clone(), Value::Toggle(event_target_checked(&ev))))/>
@@ -518,10 +503,7 @@ fn ReadySet(key: String, label: String, options: Vec<Choice>) -> impl IntoView {
                 .into_iter()
                 .map(|c| {
                     let (k1, k2, v1, v2) = (key.clone(), key.clone(), c.value.clone(), c.value.clone());
-                    let ready = Memo::new(move |_| match p.chosen_value(&k1) {
-                        Some(Value::Set(set)) => !set.contains(&v1),
-                        _ => p.scenario.with(|s| !s.params.set_contains(&k1, &v1)),
-                    });
+                    let ready = Memo::new(move |_| p.shown(|ps| !ps.set_contains(&k1, &v1)));
                     let flip = move |ev: leptos::ev::Event| {
                         let want_ready = event_target_checked(&ev);
                         // Built on a choice not applied yet, if there is one.

@@ -502,7 +502,7 @@ impl Player {
     }
 
     /// Takes a control's choice. The control shows it at once (it reads
-    /// `chosen_value`) and the choice is applied in a task after the next
+    /// `shown`) and the choice is applied in a task after the next
     /// frame: the click is answered within a frame, and the rebuild and the
     /// redraw of the page come after it, in a task of their own. Choices
     /// made before then are applied together, in order; a scenario left in
@@ -528,6 +528,20 @@ impl Player {
                 Chosen::Demo(d) => self.apply_demo(&d),
             }
         }
+    }
+
+    /// Runs `f` on the parameters the controls show: the scenario's, with
+    /// what was chosen and is not applied yet (`choose`) put in, in order.
+    pub fn shown<T>(&self, f: impl FnOnce(&Params) -> T) -> T {
+        let mut ps = self.scenario.with(|s| s.params.clone());
+        self.chosen.with(|cs| {
+            for c in cs {
+                if let Chosen::Param(k, v) = c {
+                    ps.insert(k, v.clone());
+                }
+            }
+        });
+        f(&ps)
     }
 
     /// The newest value chosen for parameter `key` and not applied yet.
