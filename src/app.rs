@@ -163,15 +163,31 @@ pub fn App() -> impl IntoView {
         // The presenter view shows the main window's state; it has no clock.
         return view! { <NotesPage/> }.into_any();
     }
-    drive_clock(player);
-    listen_to_keys(player);
     crate::present::provide_present(player);
+    // What the first render does not need waits for a task of its own
+    // behind the first frame; the layout is worked out in one before the
+    // canvas is drawn.
+    staged_here(move || {
+        drive_clock(player);
+        listen_to_keys(player);
+    });
+    crate::staged(move || ctx.layout.with_untracked(|_| ()));
     if display.embed {
         crate::embed::connect_host(player);
         return view! { <EmbedPage/> }.into_any();
     }
-    crate::present::sync_main(player);
+    staged_here(move || crate::present::sync_main(player));
     view! { <Page frame=ctx.frame/> }.into_any()
+}
+
+/// `crate::staged`, run under the reactive owner of the caller, so what
+/// `f` sets up (effects, listeners) lives and ends with it.
+fn staged_here(f: impl FnOnce() + 'static) {
+    let owner = Owner::current();
+    crate::staged(move || match owner {
+        Some(o) => o.with(f),
+        None => f(),
+    });
 }
 
 fn prefers_reduced_motion() -> bool {
@@ -278,7 +294,7 @@ fn Page(frame: Memo<Frame>) -> impl IntoView {
             class="kh"
             class:kh-presenting=move || present.on.get()
             class:kh-panels=move || present.panels.get()
-            data-step=move || player.step.get() + 1
+            data-step=shown_step(player)
             data-progress=move || {
                 // Two decimals, formatted as integers: float formatting would add to the wasm.
                 let c = (frame.get().progress * 100.0).round() as u64;
@@ -296,15 +312,17 @@ fn Page(frame: Memo<Frame>) -> impl IntoView {
             </header>
             <div class="kh-titlebar">
                 <h1>{move || title.get()}</h1>
-                {move || (player.view.get() == Mode::Animation).then(|| view! { <StepIndicator/> })}
-                <div class="kh-tools" role="group" aria-label="Share and present">
-                    <EmbedButton/>
-                    <PresentButtons/>
-                </div>
+                <Stage>
+                    {move || (player.view.get() == Mode::Animation).then(|| view! { <StepIndicator/> })}
+                    <div class="kh-tools" role="group" aria-label="Share and present">
+                        <EmbedButton/>
+                        <PresentButtons/>
+                    </div>
+                </Stage>
             </div>
             <Notices/>
             <crate::cluster::IfYourCluster/>
-            <ParamControls/>
+            <Stage><ParamControls/></Stage>
             {move || (player.view.get() == Mode::Transcript).then(|| view! { <TranscriptPage/> })}
             {move || (player.view.get() == Mode::Animation).then(|| view! { <Animation/> })}
         </div>
@@ -322,12 +340,14 @@ fn Animation() -> impl IntoView {
             // A scenario with nothing to draw (Your cluster before a paste) shows no stage.
             <main class="kh-main" id="kh-main" class:kh-nothing=move || player.scenario.with(|s| s.actors.is_empty())>
                 <section class="kh-stage" aria-label="Animation">
-                    <Canvas/>
-                    <LiveRegion/>
-                    <Controls/>
-                    <ReadTools/>
+                    <Stage><Canvas/></Stage>
+                    <Stage>
+                        <LiveRegion/>
+                        <Controls/>
+                        <ReadTools/>
+                    </Stage>
                 </section>
-                <Narration/>
+                <Stage><Narration/></Stage>
                 // Each drawn in a task of its own after the canvas, so no
                 // start-up task is long (what is beside and below the canvas
                 // can wait a frame; the first frame never showed it).
@@ -359,13 +379,31 @@ fn Animation() -> impl IntoView {
     }
 }
 
-/// Its children, drawn in a task of their own after the next frame: a
-/// timeout per `Later`, so two of them are two tasks, not one.
+/// Its children, drawn in a task of their own after the page is shown
+/// and painted: a timeout per `Later`, so two of them are two tasks, not
+/// one.
 #[component]
 fn Later(children: ChildrenFn) -> impl IntoView {
     let ready = RwSignal::new(false);
-    crate::after_paint(move || { let _ = ready.try_set(true); });
+    crate::after_shown(move || { let _ = ready.try_set(true); });
     move || ready.get().then(|| children())
+}
+
+/// Its children, drawn in a task of their own while the page is built
+/// behind the first frame (`crate::staged`), or at once after that: a part
+/// of what the first frame shows, so none of the start-up tasks is long.
+#[component]
+pub fn Stage(children: ChildrenFn) -> impl IntoView {
+    let ready = RwSignal::new(false);
+    crate::staged(move || { let _ = ready.try_set(true); });
+    move || ready.get().then(|| children())
+}
+
+/// The page's step for its `data-step`, once the page is shown: the
+/// attribute says what is on screen, and before that the first frame is.
+pub fn shown_step(player: Player) -> impl Fn() -> Option<usize> + Clone {
+    let shown = crate::shown();
+    move || shown.get().then(|| player.step.get() + 1)
 }
 
 /// One entry per scenario of the registry: real links, so the keyboard,

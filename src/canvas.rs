@@ -4,7 +4,7 @@
 //! Each layer is a narrow memo, so an animation tick only moves the token
 //! and the camera.
 
-use crate::app::Ctx;
+use crate::app::{Ctx, Stage};
 use kubehops_core::decimal::{fixed, trimmed};
 use kubehops_core::scene::camera::Viewport;
 use kubehops_core::scene::drawing::{self, Group, HopPlan, Trail, ARROW_LEN, ARROW_W};
@@ -176,11 +176,17 @@ pub fn Canvas() -> impl IntoView {
                         })
                         .collect_view()}
                 </defs>
-                <For each=move || groups.get() key=|g| (g.key.clone(), drawing::fingerprint(g)) children=|g| view! { <GroupView group=g/> }/>
-                <g class="kh-trails">
-                    <For each=move || trails.get() key=|t| (t.hop, t.current, drawing::trail_key(t)) children=move |t| view! { <TrailView trail=t ctx=ctx/> }/>
-                </g>
-                {move || token_look.get().map(|t| view! { <TokenView token=t at=token_at ctx=ctx/> })}
+                // Behind the first frame, the boxes and the trails are each
+                // drawn in a task of their own (`Stage`).
+                <Stage>
+                    <For each=move || groups.get() key=|g| (g.key.clone(), drawing::fingerprint(g)) children=|g| view! { <GroupView group=g/> }/>
+                </Stage>
+                <Stage>
+                    <g class="kh-trails">
+                        <For each=move || trails.get() key=|t| (t.hop, t.current, drawing::trail_key(t)) children=move |t| view! { <TrailView trail=t ctx=ctx/> }/>
+                    </g>
+                    {move || token_look.get().map(|t| view! { <TokenView token=t at=token_at ctx=ctx/> })}
+                </Stage>
             </svg>
             {(ctx.figure == 0).then(|| view! { <Caption/> })}
         </figure>

@@ -4,7 +4,7 @@
 //! `<iframe>` snippet. What messages mean is decided in
 //! `kubehops_core::embed::protocol`; here they are only converted.
 
-use crate::app::Ctx;
+use crate::app::{Ctx, Stage};
 use crate::canvas::Canvas;
 use crate::controls::{Controls, StepIndicator};
 use crate::panels::{Narration, Notices};
@@ -247,22 +247,24 @@ pub fn EmbedPage() -> impl IntoView {
         <div
             class="kh kh-embed"
             class:kh-controls-none=move || mode() == ControlsMode::None
-            data-step=move || p.step.get() + 1
+            data-step=crate::app::shown_step(p)
             data-playing=move || p.playing.get().to_string()
             data-controls=move || mode().as_str()
         >
             <Notices/>
             <section class="kh-stage kh-embed-stage" aria-label="Animation">
-                <Canvas/>
+                <Stage><Canvas/></Stage>
             </section>
             <div class="kh-embed-bar">
-                {move || match mode() {
-                    ControlsMode::Full => view! { <Controls/><StepIndicator/> }.into_any(),
-                    ControlsMode::Minimal => view! { <MiniControls/> }.into_any(),
-                    ControlsMode::None => ().into_any(),
-                }}
+                <Stage>
+                    {move || match mode() {
+                        ControlsMode::Full => view! { <Controls/><StepIndicator/> }.into_any(),
+                        ControlsMode::Minimal => view! { <MiniControls/> }.into_any(),
+                        ControlsMode::None => ().into_any(),
+                    }}
+                </Stage>
             </div>
-            <Narration folded=true/>
+            <Stage><Narration folded=true/></Stage>
         </div>
     }
 }

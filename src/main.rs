@@ -15,13 +15,17 @@ mod present;
 mod read;
 mod worker;
 
+use leptos::prelude::{ArcRwSignal, GetUntracked, Set};
+
 fn main() {
     // Start-up in tasks of their own, so none blocks the page for long:
     // the wasm's instantiation ends this one; the next reads the canvas
     // size off the first frame and builds the scenario the link names;
-    // the next draws the page around it (and the first frame gives way in
-    // that same task); the panels beside and below the canvas come after
-    // (`app::Later`).
+    // the next mounts the page's frame, hidden behind the first frame;
+    // each part of the page the first frame shows is then drawn in a task
+    // of its own (`staged`), and the first frame gives way to the whole
+    // in the task after the last (`show`); the panels beside and below
+    // the canvas come after that (`after_shown`).
     // The opening state the page fetched as data, if it did, is read
     // instead of built (`opening`); its fetch started before the wasm's.
     wasm_bindgen_futures::spawn_local(async {
@@ -31,10 +35,81 @@ fn main() {
             player::prebuild(&leptos::prelude::window().location().hash().unwrap_or_default(), opening);
             then(|| {
                 leptos::mount::mount_to_body(app::App);
-                take_over_the_first_frame();
+                then(next_stage);
             });
         });
     });
+}
+
+type Work = Box<dyn FnOnce()>;
+
+thread_local! {
+    /// The parts of the page still to draw behind the first frame, in
+    /// order; `None` once the page is shown.
+    static STAGES: std::cell::RefCell<Option<std::collections::VecDeque<Work>>> = std::cell::RefCell::new(Some(Default::default()));
+    /// What waits for the page to be shown.
+    static AFTER_SHOWN: std::cell::RefCell<Vec<Work>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Whether the page is shown (the first frame gave way to it):
+    /// reference-counted, so no reactive owner's end disposes of it.
+    static SHOWN: ArcRwSignal<bool> = ArcRwSignal::new(false);
+}
+
+/// Whether the app is shown yet: until then the first frame stands in for
+/// it, and the app's state attributes (`data-step`) are left out.
+pub(crate) fn shown() -> ArcRwSignal<bool> {
+    SHOWN.with(|s| s.clone())
+}
+
+/// Runs `f` in a task of its own while the page is built behind the first
+/// frame (after the parts queued before it), or at once once it is shown.
+pub(crate) fn staged(f: impl FnOnce() + 'static) {
+    let f: Work = Box::new(f);
+    let now = STAGES.with(|s| match s.borrow_mut().as_mut() {
+        Some(queue) => {
+            queue.push_back(f);
+            None
+        }
+        None => Some(f),
+    });
+    if let Some(f) = now {
+        f();
+    }
+}
+
+/// Runs `f` in a task of its own after the first frame the shown page is
+/// painted in.
+pub(crate) fn after_shown(f: impl FnOnce() + 'static) {
+    if shown().get_untracked() {
+        after_paint(f);
+    } else {
+        AFTER_SHOWN.with(|a| a.borrow_mut().push(Box::new(f)));
+    }
+}
+
+/// Draws the next queued part of the page, or shows the page when none is
+/// left.
+fn next_stage() {
+    let next = STAGES.with(|s| s.borrow_mut().as_mut().and_then(|q| q.pop_front()));
+    match next {
+        Some(f) => {
+            // Marked for the metrics (a stage's own work; what it sets off
+            // runs in the same task, after it).
+            player::measured("kh-stage", f);
+            then(next_stage);
+        }
+        None => show(),
+    }
+}
+
+/// The first frame gives way to the page, drawn whole; what waited for it
+/// is queued.
+fn show() {
+    STAGES.with(|s| s.borrow_mut().take());
+    take_over_the_first_frame();
+    shown().set(true);
+    for f in AFTER_SHOWN.with(|a| std::mem::take(&mut *a.borrow_mut())) {
+        after_paint(f);
+    }
 }
 
 /// Runs `f` in a task of its own.
@@ -50,8 +125,9 @@ pub(crate) fn after_paint(f: impl FnOnce() + 'static) {
 }
 
 /// The page's first frame (the opening states the build wrote into the
-/// page, `crates/kubehops-firstframe`) gives way to the app, in the same
-/// task as the app's first render, so no frame shows neither.
+/// page, `crates/kubehops-firstframe`) gives way to the app, which the
+/// stylesheet hid until now (`html[data-first]`), so no frame shows
+/// neither, or both.
 fn take_over_the_first_frame() {
     let doc = leptos::prelude::document();
     if let Some(first) = doc.get_element_by_id("kh-first") {
