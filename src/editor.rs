@@ -63,15 +63,18 @@ pub fn ManifestEditor(editing: RwSignal<bool>) -> impl IntoView {
         }
     };
     let refused_lines = Memo::new(move |_| player.refusal.with(|r| r.as_ref().map(|r| r.lines()).unwrap_or_default()));
+    // Line counts, so a keystroke that adds no line redraws no number.
+    let lines = Memo::new(move |_| draft.with(|d| d.lines().count()));
+    let numbered = Memo::new(move |_| draft.with(|d| d.lines().count().max(1) + usize::from(d.ends_with('\n'))));
     let gutter = move || {
-        let n = draft.with(|d| d.lines().count().max(1) + usize::from(d.ends_with('\n')));
+        let n = numbered.get();
         let bad = refused_lines.get();
         (1..=n).map(|i| {
             let marked = bad.contains(&i);
             view! { <span class="kh-ln" class:bad=marked>{if marked { format!("! {i}") } else { i.to_string() }}"\n"</span> }
         }).collect_view()
     };
-    let rows = move || draft.with(|d| d.lines().count() + 2);
+    let rows = move || lines.get() + 2;
     view! {
         <div class="kh-editor">
             <p class="kh-sub" id="kh-editor-help">
@@ -89,7 +92,9 @@ pub fn ManifestEditor(editing: RwSignal<bool>) -> impl IntoView {
                     autocomplete="off"
                     autocapitalize="off"
                     rows=rows
-                    prop:value=move || draft.get()
+                    // The text area holds what is typed; the draft follows
+                    // it (`typed`), and only Reset writes it back.
+                    prop:value=draft.get_untracked()
                     on:input=on_input
                     on:keydown=on_key
                 ></textarea>

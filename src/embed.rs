@@ -217,8 +217,13 @@ fn watch_height(player: Player, parent: web_sys::Window) {
     };
     let m2 = measure.clone();
     let _ = window_event_listener(ev::resize, move |_| m2());
+    // Behind the first frame the page has no size yet: measured once shown.
+    let shown = crate::shown();
     Effect::new(move |_| {
         let _ = (player.step.get(), player.scenario_id.get(), player.params.get(), player.notices.get());
+        if !shown.get() {
+            return;
+        }
         let m = measure.clone();
         request_animation_frame(move || m());
     });
