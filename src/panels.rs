@@ -86,6 +86,28 @@ fn packet_row(label: &'static str, field: Field, before: &Packet, after: &Packet
     }
 }
 
+/// The headers the overlay put around the packet on this hop (VXLAN), as
+/// a second table under the packet's own: which node's device added
+/// them, which removes them, and what they say.
+fn outer_table(t: &kubehops_core::sim::Tunnel, from: &str, to: &str) -> impl IntoView {
+    let o = t.wrapped.outer;
+    let ports = format!("{} (the kernel picks it per flow in {}–{})", o.udp_dst, o.udp_src.lo, o.udp_src.hi);
+    let rows = [
+        ("source", o.src.to_string()),
+        ("destination", o.dst.to_string()),
+        ("UDP port", ports),
+        ("VNI", o.vni.to_string()),
+    ];
+    view! {
+        <table class="kh-packet kh-outer">
+            <caption>{format!("Outer headers: added by {} on {from}, removed by {} on {to}; the packet above travels inside, unchanged", t.device, t.device)}</caption>
+            <tbody>
+                {rows.into_iter().map(|(k, v)| view! { <tr><th scope="row">{k}</th><td class="kh-mono-html">{v}</td></tr> }).collect_view()}
+            </tbody>
+        </table>
+    }
+}
+
 #[component]
 pub fn HopDetail() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
@@ -124,6 +146,7 @@ pub fn HopDetail() -> impl IntoView {
                 </table>
             }
         });
+        let outer = packet.as_ref().and_then(|pk| pk.tunnel.as_ref()).map(|tn| outer_table(tn, &t.from_name, &t.to_name));
         let matched = packet.as_ref().map(|pk| pk.matched.clone()).unwrap_or_default();
         let rows = t.rows.into_iter().filter(|r| !matches!(r.kind, RowKind::Wire | RowKind::Arrived)).map(|r| match r.kind {
             RowKind::Rules => view! {
@@ -153,6 +176,7 @@ pub fn HopDetail() -> impl IntoView {
                 </p>
                 <p>{t.detail.clone()}</p>
                 {table}
+                {outer}
                 {rows}
             </div>
         }

@@ -342,6 +342,17 @@ await test('a host page on another origin sizes the iframe from the height messa
   check(st.state.scenario === 'service-types' && st.state.step === 2, `scenario: ${JSON.stringify(st)}`);
   check(f.url().includes('embed=1') && f.url().includes('origins='), `the frame lost its embed options: ${f.url()}`);
 
+  // The Pod network, as the link's network= takes it; a value it does not have is refused.
+  n = (await h.messages()).length;
+  await h.send({ type: 'kubehops:set', version: 1, network: 'vxlan', id: 'net' });
+  st = await h.next('kubehops:state', n);
+  check(st.id === 'net' && st.state.link.includes('network=vxlan') && st.state.step === 2, `network: ${JSON.stringify(st)}`);
+  await f.waitForFunction(() => location.hash.includes('network=vxlan'), null, { timeout: 5000 });
+  n = (await h.messages()).length;
+  await h.send({ type: 'kubehops:set', version: 1, network: 'geneve', id: 'badnet' });
+  const netErr = await h.next('kubehops:error', n);
+  check(netErr.id === 'badnet' && /"geneve" is not a value of network; it takes routed, vxlan/.test(netErr.message), `network error: ${JSON.stringify(netErr)}`);
+
   n = (await h.messages()).length;
   await h.send({ type: 'kubehops:set', version: 1, step: 99, id: 'bad' });
   const err = await h.next('kubehops:error', n);

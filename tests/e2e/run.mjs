@@ -77,7 +77,9 @@ const settled = (page) => page.waitForFunction(() => !document.querySelector('.k
 // Clicks a parameter control and waits until its choice is applied.
 const choose = async (page, control) => { await control.click(); await settled(page); };
 
+// ONLY=text runs just the tests whose names contain it (a local aid; CI runs all).
 async function test(name, fn) {
+  if (process.env.ONLY && !name.includes(process.env.ONLY)) return;
   try { await fn(); passed++; console.log(`ok   ${name}`); }
   catch (e) { failed++; console.log(`FAIL ${name}\n     ${String(e.message ?? e).split('\n').join('\n     ')}`); }
 }
@@ -1060,6 +1062,57 @@ await test('lab: no two canvas labels overlap at 720 and 1920 px', async () => {
     }
   }
   check(problems.length === 0, problems.join('\n'));
+});
+
+await test('Pod network: every scenario plays to its end over the VXLAN overlay, each wrapped hop showing its outer header on the token and in the hop panel', async () => {
+  const links = ['#/nodeport-loadbalancer/1/0?network=vxlan', '#/service-types/1/0?tab=nodeport&client=laptop&network=vxlan', '#/local-lab/1/0?network=vxlan'];
+  const totals = [];
+  for (const link of links) {
+    const { page, errors } = await open(link);
+    const group = page.getByRole('group', { name: 'Pod network' });
+    check(await group.getByRole('button', { name: 'VXLAN (flannel)', exact: true }).getAttribute('aria-pressed') === 'true', `${link}: VXLAN is not the pressed Pod network`);
+    check((await page.textContent('.kh-params')).includes("flannel's default overlay"), `${link}: the choice does not say what VXLAN is`);
+    let hops = 0, wrapped = 0;
+    // Hop by hop to the scenario's end ('.' goes on into the next step):
+    // the link keeps the hop while paused, so it changes with each.
+    for (let i = 0; i < 600; i++) {
+      const before = await page.evaluate(() => location.hash);
+      await page.keyboard.press('.');
+      await page.waitForFunction((b) => location.hash !== b, before, { timeout: 300 }).catch(() => {});
+      const at = await page.evaluate(() => location.hash);
+      if (at === before) break;
+      hops++;
+      const outer = page.locator('.kh-hop .kh-outer');
+      if (await outer.count() === 0) continue;
+      wrapped++;
+      const caption = await outer.locator('caption').textContent();
+      const table = await outer.textContent();
+      check(/added by flannel\.1 on .+, removed by flannel\.1 on /.test(caption), `${at}: the outer table does not say where it was wrapped and unwrapped: ${caption}`);
+      check(table.includes('8472') && /VNI\s*1/.test(table), `${at}: the outer header lacks UDP 8472 or VNI 1: ${table}`);
+      const svg = await page.textContent('.kh-canvas svg');
+      check(/VXLAN \d+\.\d+\.\d+\.\d+ → \d+\.\d+\.\d+\.\d+ · VNI 1/.test(svg), `${at}: the token's card does not show the outer header`);
+    }
+    // At the last step's end: End moves nothing.
+    const last = await page.evaluate(() => location.hash);
+    await page.keyboard.press('End');
+    await page.waitForTimeout(100);
+    check(await page.evaluate(() => location.hash) === last, `${link}: stopped before the end, at ${last}`);
+    check(wrapped >= 1, `${link}: no hop of ${hops} was wrapped`);
+    check(errors.length === 0, `${link}: console errors: ${errors.join(' | ')}`);
+    totals.push(`${link.split('?')[0]} ${wrapped} of ${hops}`);
+    await page.close();
+  }
+  console.log(`     wrapped hops seen: ${totals.join('; ')}`);
+  // Routed is the default and wraps nothing; the choice goes into the link.
+  const { page, errors } = await open('#/service-types/3/0?tab=nodeport&client=laptop');
+  for (let i = 0; i < 40; i++) {
+    await page.keyboard.press('.');
+    check(await page.locator('.kh-hop .kh-outer').count() === 0, 'a hop is wrapped on the routed network');
+  }
+  await choose(page, page.getByRole('group', { name: 'Pod network' }).getByRole('button', { name: 'VXLAN (flannel)', exact: true }));
+  await page.waitForFunction(() => location.hash.includes('network=vxlan'), null, { timeout: 5000 });
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
 });
 
 await test('kube-proxy mode: every scenario plays to its end in nftables mode, with nft lines in the rules panel and the mode in the link', async () => {

@@ -72,6 +72,8 @@ pub struct Report {
     pub failures: Vec<String>,
     /// One line per random split checked.
     pub splits: Vec<String>,
+    /// What the overlay check saw on the underlay (VXLAN runs only).
+    pub overlay: crate::scenario::overlay::Counts,
 }
 
 /// Connections from one client under session affinity.

@@ -13,6 +13,13 @@
 //! then tried with real connections and compared with the model
 //! ([`check`], [`oracle`], [`stats`]).
 //!
+//! Between the nodes the Pod network is routed (the fabric routes each
+//! Pod address to its node), or, for the scenario cases built with
+//! `network=vxlan`, flannel's VXLAN overlay as the model programs it
+//! (`Plan::network`, the topology's `overlay`): there the fabric's traffic
+//! is captured with tcpdump and every wrapped packet compared with the
+//! scenario hop's tunnel ([`scenario::overlay`]).
+//!
 //! Safety: the harness creates only namespaces named `khh<pid>-…`
 //! ([`netns`]), joins them only to each other, deletes them when done or
 //! failed, and checks that the root namespace's interfaces, addresses,

@@ -2,7 +2,8 @@
 //! model through a real kernel and says how many agreed.
 //!
 //!     kubehops-dataplane-harness [--backend nft|legacy|both]
-//!         [--proxy-mode iptables|nftables|both] [--only TEXT] [--list]
+//!         [--proxy-mode iptables|nftables|both] [--network routed|vxlan|both]
+//!         [--only TEXT] [--list]
 //!
 //! kube-proxy's iptables mode runs every cluster and scenario once per
 //! iptables backend; its nftables mode runs the golden and fixture
@@ -10,6 +11,19 @@
 //! built with `mode=nftables` once, with the first backend (which loads
 //! the network plugin's iptables rules beside kube-proxy's table, and the
 //! lab laptop's Docker rules).
+//!
+//! The Pod network (`--network`, both by default): everything above runs
+//! routed (the fabric routes Pod addresses between the nodes); then every
+//! scenario case runs once more built with `network=vxlan`, on nodes that
+//! hold flannel's VXLAN state, with kube-proxy in iptables mode (the
+//! first mode asked for) and the first backend only: wrapping happens
+//! below kube-proxy's rules, and the masquerade that picks `flannel.1`'s
+//! address is the kernel's one masquerade (`nf_nat_masquerade_ipv4`),
+//! which the nftables mode's `masquerade` calls as iptables' MASQUERADE
+//! does, so a second mode or backend would repeat the same tunnels. Its
+//! decisions are checked as the routed ones, and the underlay is captured
+//! with tcpdump and compared with each hop's tunnel
+//! ([`scenario::overlay`]); it needs `tcpdump` besides.
 //!
 //! Without root, `ip`, iptables, nfacct, conntrack or nft it prints
 //! "skipped: …" and exits 0, which counts as nothing passed;
@@ -24,11 +38,15 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 const NAME: &str = "dataplane-harness";
-const USAGE: &str = "usage: kubehops-dataplane-harness [--backend nft|legacy|both] [--proxy-mode iptables|nftables|both] [--only TEXT] [--list]";
+const USAGE: &str = "usage: kubehops-dataplane-harness [--backend nft|legacy|both] [--proxy-mode iptables|nftables|both] [--network routed|vxlan|both] [--only TEXT] [--list]";
 
 struct Options {
     backends: Vec<Backend>,
     modes: Vec<ProxyMode>,
+    /// Run everything on a routed Pod network.
+    routed: bool,
+    /// Run the scenario cases on flannel's VXLAN overlay too.
+    vxlan: bool,
     only: Option<String>,
     list: bool,
 }
@@ -36,7 +54,7 @@ struct Options {
 const BOTH_MODES: [ProxyMode; 2] = [ProxyMode::Iptables, ProxyMode::Nftables];
 
 fn options() -> Result<Options, String> {
-    let mut o = Options { backends: Backend::ALL.to_vec(), modes: BOTH_MODES.to_vec(), only: None, list: false };
+    let mut o = Options { backends: Backend::ALL.to_vec(), modes: BOTH_MODES.to_vec(), routed: true, vxlan: true, only: None, list: false };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -54,6 +72,14 @@ fn options() -> Result<Options, String> {
                     Some("nftables") => vec![ProxyMode::Nftables],
                     Some("both") => BOTH_MODES.to_vec(),
                     other => return Err(format!("--proxy-mode takes iptables, nftables or both, not {other:?}")),
+                }
+            }
+            "--network" => {
+                (o.routed, o.vxlan) = match args.next().as_deref() {
+                    Some("routed") => (true, false),
+                    Some("vxlan") => (false, true),
+                    Some("both") => (true, true),
+                    other => return Err(format!("--network takes routed, vxlan or both, not {other:?}")),
                 }
             }
             "--only" => o.only = Some(args.next().ok_or("--only takes a text to look for in cluster names")?),
@@ -89,12 +115,16 @@ fn run(o: &Options) -> Result<ExitCode, String> {
     let start = Instant::now();
     let mut clusters = sources::golden_cases();
     clusters.extend(sources::fixtures()?);
-    let (scenarios, coverage) = scenario::connections(&o.modes)?;
+    let (scenarios, coverage) = if o.routed { scenario::connections(&o.modes)? } else { Default::default() };
     let wanted = |name: &str| o.only.as_deref().is_none_or(|t| name.contains(t));
-    clusters.retain(|c| wanted(&c.spec.name));
-    let iptables = o.modes.contains(&ProxyMode::Iptables);
-    let nftables = o.modes.contains(&ProxyMode::Nftables);
+    clusters.retain(|c| o.routed && wanted(&c.spec.name));
+    let iptables = o.routed && o.modes.contains(&ProxyMode::Iptables);
+    let nftables = o.routed && o.modes.contains(&ProxyMode::Nftables);
     let scenarios: Vec<_> = scenarios.into_iter().filter(|s| wanted(&s.dataplane.name)).collect();
+    // The overlay's run: one mode, the first asked for.
+    let vxlan_mode = o.modes[0];
+    let (vxlan, vxlan_coverage) = if o.vxlan { scenario::connections_vxlan(vxlan_mode)? } else { Default::default() };
+    let vxlan: Vec<_> = vxlan.into_iter().filter(|s| wanted(&s.dataplane.name)).collect();
     let scenarios_in = |mode: ProxyMode| scenarios.iter().filter(move |s| s.mode == mode);
     if o.list {
         let modes: Vec<&str> = o.modes.iter().map(|m| m.as_str()).collect();
@@ -104,9 +134,17 @@ fn run(o: &Options) -> Result<ExitCode, String> {
         for s in &scenarios {
             println!("{}: {} connections (kube-proxy {})", s.dataplane.name, s.connections.len(), s.mode.as_str());
         }
+        for s in &vxlan {
+            let wrapped: usize = s.connections.iter().map(|c| c.wrapped.len()).sum();
+            println!("{}: {} connections, {wrapped} wrapped hops (kube-proxy {}, VXLAN overlay)", s.dataplane.name, s.connections.len(), s.mode.as_str());
+        }
         return Ok(ExitCode::SUCCESS);
     }
-    if let Some(reason) = cannot_run(&o.backends, &o.modes) {
+    let overlay_tools: Vec<&str> = if vxlan.is_empty() { vec![] } else { ["tcpdump"].into_iter().filter(|t| kubehops_dataplane_harness::sys::find_tool(t).is_none()).collect() };
+    let cannot = cannot_run(&o.backends, &o.modes).or_else(|| {
+        (!overlay_tools.is_empty()).then(|| format!("{} not found (the VXLAN overlay's run; Debian package tcpdump; scripts/setup installs it)", overlay_tools.join(", ")))
+    });
+    if let Some(reason) = cannot {
         println!("{NAME}: skipped: {reason}");
         if std::env::var_os("KUBEHOPS_REQUIRE_KERNEL_TEST").is_some_and(|v| v == "1") {
             println!("{NAME}: FAILED: KUBEHOPS_REQUIRE_KERNEL_TEST=1 asks for the real-kernel harness");
@@ -123,6 +161,8 @@ fn run(o: &Options) -> Result<ExitCode, String> {
     let mut per_scenario: BTreeMap<(String, &str), (usize, usize, usize, f64)> = BTreeMap::new();
     // Decisions per mode.
     let mut per_mode: BTreeMap<&str, usize> = BTreeMap::new();
+    // The overlay's run: its mode and decisions.
+    let mut overlay_decisions: Option<(&str, usize)> = None;
     // Replays one mode's scenarios with one backend; how many decisions
     // and connections that took.
     let mut replay_scenarios = |mode: ProxyMode, backend: Backend, report: &mut Report| {
@@ -209,6 +249,46 @@ fn run(o: &Options) -> Result<ExitCode, String> {
             println!("{NAME}:   {n} × {kind} (e.g. {example})");
         }
     }
+    if !vxlan.is_empty() {
+        let backend = o.backends[0];
+        let (t, d0, c0, f0) = (Instant::now(), report.decisions, report.connections, report.failed);
+        let mut seen = HashSet::new();
+        let mut per: BTreeMap<String, (usize, usize, usize, f64)> = BTreeMap::new();
+        for s in &vxlan {
+            let (d, c, f, ts) = (report.decisions, report.connections, report.failed, Instant::now());
+            scenario::replay(s, backend, &mut report, &mut seen);
+            let e = per.entry(s.scenario.clone()).or_default();
+            *e = (e.0 + report.decisions - d, e.1 + report.connections - c, e.2 + report.failed - f, e.3 + ts.elapsed().as_secs_f64());
+        }
+        let (d, c, f) = (report.decisions - d0, report.connections - c0, report.failed - f0);
+        overlay_decisions = Some((vxlan_mode.as_str(), d));
+        let with = match vxlan_mode {
+            ProxyMode::Iptables => format!("iptables-{}", backend.name()),
+            ProxyMode::Nftables => format!("nftables, the network plugin's rules with iptables-{}", backend.name()),
+        };
+        println!(
+            "{NAME}: overlay (network=vxlan, kube-proxy {}, {with}): {d} scenario decisions ({f} failed), {c} connections, {} data planes, {:.1} s",
+            vxlan_mode.as_str(),
+            vxlan.len(),
+            t.elapsed().as_secs_f64()
+        );
+        let k = &report.overlay;
+        let ports = match (k.source_ports.first(), k.source_ports.last()) {
+            (Some(lo), Some(hi)) => format!("{} distinct, {lo}..={hi}", k.source_ports.len()),
+            _ => "none".into(),
+        };
+        println!(
+            "{NAME}: overlay: {d} scenario decisions, {} wrapped packets captured and equal ({} requests and {} answers the model wraps, on {} of {} connections checked), {} same-node hops bare, {} Pod packets bare between nodes, {} refusals wrapped back; outer UDP source ports {ports}",
+            k.frames, k.wrapped_requests, k.wrapped_replies, k.with_tunnel, k.connections, k.same_node, k.bare, k.refusals
+        );
+        for cov in &vxlan_coverage {
+            let Some(&(d, n, f, secs)) = per.get(&cov.scenario) else { continue };
+            println!(
+                "{NAME}: overlay: scenario {} (network=vxlan): {} builds, {} data planes, {} connections ({} identical), {} packet hops replayed: {d} decisions ({f} failed), {n} kernel connections, {secs:.1} s",
+                cov.scenario, cov.builds, cov.data_planes, cov.connections, cov.identical, cov.packet_hops
+            );
+        }
+    }
     // Two checks of the run itself, besides its decisions.
     let mut safety_failed = 0;
     let leftover = netns::named(&netns::run_prefix());
@@ -256,7 +336,10 @@ fn run(o: &Options) -> Result<ExitCode, String> {
     }
     let secs = start.elapsed().as_secs_f64();
     let passed = report.decisions.saturating_sub(report.failed);
-    let modes: Vec<String> = per_mode.iter().map(|(m, d)| format!("{d} with kube-proxy in {m} mode")).collect();
+    let mut modes: Vec<String> = per_mode.iter().map(|(m, d)| format!("{d} with kube-proxy in {m} mode")).collect();
+    if let Some((m, d)) = overlay_decisions {
+        modes.push(format!("{d} with kube-proxy in {m} mode on a VXLAN overlay"));
+    }
     println!(
         "{NAME}: {} decisions checked against the kernel ({}; {} connections, {} random splits, {} session affinity checks, {} answers lost on an asymmetric path as the model says, iptables backends {}), root namespace unchanged: {}, in {secs:.1} s",
         report.decisions,

@@ -35,6 +35,7 @@ pub use kubehops_core::dataplane::kubeproxy::ProxyMode;
 use kubehops_core::dataplane::kubeproxy::{sync_node, KubeProxyConfig, NodeFeatures, NodeRules};
 use kubehops_core::dataplane::netfilter::NodeContext;
 use kubehops_core::dataplane::nftables::{self, NftablesConfig, Ruleset};
+use kubehops_core::dataplane::overlay::{OverlayNode, PodNetwork};
 use kubehops_core::dataplane::trace::node_addresses;
 use kubehops_core::net::{ip, Cidr, Protocol, SockAddr};
 use std::collections::BTreeSet;
@@ -144,6 +145,10 @@ pub struct Plan {
     /// Servers in the outside namespace (a resolver, a site).
     pub outside_listen: Vec<(Protocol, SockAddr)>,
     pub hosts: Vec<PlannedHost>,
+    /// How Pod traffic crosses between nodes: routed through the fabric
+    /// (every cluster, and a scenario built with `network=routed`), or
+    /// flannel's VXLAN overlay (a scenario built with `network=vxlan`).
+    pub network: PodNetwork,
 }
 
 /// One machine whose rules decide packets: a node or a host, by index.
@@ -195,7 +200,7 @@ impl Plan {
             }
         }
         let planned: Vec<PlannedNode> = nodes.into_iter().map(|(n, implicit)| plan_node(spec, n, implicit, mode)).collect();
-        let mut plan = Plan { name: spec.name.clone(), mode, nodes: planned, pods: Vec::new(), outside: Vec::new(), outside_listen: Vec::new(), hosts: Vec::new() };
+        let mut plan = Plan { name: spec.name.clone(), mode, nodes: planned, pods: Vec::new(), outside: Vec::new(), outside_listen: Vec::new(), hosts: Vec::new(), network: PodNetwork::Routed };
         plan.add_endpoint_pods(spec);
         for d in decisions {
             plan.add_source(d)?;
@@ -244,7 +249,7 @@ impl Plan {
             })
             .collect();
         let mode = if nodes.iter().any(|n| n.nft.is_some()) { ProxyMode::Nftables } else { ProxyMode::Iptables };
-        let mut plan = Plan { name: spec.name.clone(), mode, nodes, pods: Vec::new(), outside, outside_listen: listen, hosts: spec.hosts.clone() };
+        let mut plan = Plan { name: spec.name.clone(), mode, nodes, pods: Vec::new(), outside, outside_listen: listen, hosts: spec.hosts.clone(), network: PodNetwork::Routed };
         for (addr, node, port) in &spec.pods {
             let n = plan.node_index(node).ok_or_else(|| format!("{}: Pod {addr} on unknown node {node}", spec.name))?;
             plan.pods.push(PlannedPod { ip: *addr, node: n, listen: vec![(Protocol::Tcp, *port), (Protocol::Udp, *port)] });
@@ -280,6 +285,12 @@ impl Plan {
             }
         }
         Ok(())
+    }
+
+    /// The nodes as the Pod network sees them (as `World::overlay_nodes`
+    /// does): those with a Pod range, their InternalIP on `eth0`.
+    pub fn overlay_nodes(&self) -> Vec<OverlayNode> {
+        self.nodes.iter().filter_map(|n| Some(OverlayNode::new(&n.node.name, n.node.internal_ip, "eth0", n.node.pod_cidr?))).collect()
     }
 
     pub fn node_index(&self, name: &str) -> Option<usize> {
@@ -371,14 +382,18 @@ impl Plan {
     /// The source MASQUERADE gives a packet that node `n` sends to `dst`:
     /// the address of the interface it leaves by. Towards one of its own
     /// Pods that is the Pod gateway (when it is a real address), towards
-    /// anything else the node's InternalIP.
+    /// anything else the node's InternalIP; under a VXLAN overlay, towards
+    /// another node's Pod range, `flannel.1`'s address (the first of the
+    /// node's own Pod range), as `World::leaving_address` has it.
     pub fn masquerade_source(&self, n: usize, dst: Ipv4Addr) -> Ipv4Addr {
         let node = &self.nodes[n];
         let local_pod = self.pods.iter().any(|p| p.ip == dst && p.node == n);
-        if local_pod && !node.gateway_link_scope {
-            node.gateway
-        } else {
-            node.node.internal_ip
+        let overlay = self.overlay_nodes();
+        let peer_pods = overlay.iter().any(|o| o.name != node.node.name && o.pod_cidr.contains(dst));
+        match (&self.network, overlay.iter().find(|o| o.name == node.node.name)) {
+            (PodNetwork::Vxlan(_), Some(me)) if peer_pods => me.vtep_address(),
+            _ if local_pod && !node.gateway_link_scope => node.gateway,
+            _ => node.node.internal_ip,
         }
     }
 }

@@ -32,6 +32,14 @@
 //! both sit at the same priority, the kernel asks kube-proxy's chains
 //! first, as the model does). Hosts' own tables always use the backend.
 //!
+//! Under a VXLAN Pod network (a scenario built with `network=vxlan`),
+//! each node with a Pod range also holds flannel's `flannel.1` with its
+//! neighbours, FDB entries and routes for the other nodes' Pod ranges, its
+//! UDP socket in an underlay namespace of the node's own (`u<i>`, the
+//! node's address again, on a link the fabric sends only the VXLAN port's
+//! datagrams to), so Pod packets between nodes cross the fabric wrapped;
+//! see `Topology::overlay`.
+//!
 //! Dropping a [`Topology`] stops its servers, then deletes every
 //! namespace (which removes the veths with them).
 
@@ -40,11 +48,18 @@ use crate::netns::Netns;
 use crate::plan::{Machine, Plan, ProxyMode};
 use crate::sys;
 use crate::wire::{self, Server};
+use kubehops_core::dataplane::overlay::PodNetwork;
 use kubehops_core::net::{Protocol, SockAddr};
 use std::net::Ipv4Addr;
 
 /// The fabric's address on every link, the next hop of nodes and clients.
 const FABRIC_HOP: &str = "169.254.0.1";
+/// The fabric's marker link (overlay runs only): datagrams from this
+/// address to `MARK_TO` go out of `mark0`, seen only by the capture.
+pub const MARK_FROM: Ipv4Addr = Ipv4Addr::new(169, 254, 9, 1);
+pub const MARK_TO: Ipv4Addr = Ipv4Addr::new(169, 254, 9, 2);
+/// The fabric's routing table for the overlay's outer packets.
+const UNDERLAY_TABLE: u32 = 100;
 
 pub struct Topology {
     // Field order is drop order: servers first, then the namespaces.
@@ -52,6 +67,8 @@ pub struct Topology {
     pub nodes: Vec<Netns>,
     pub pods: Vec<Netns>,
     pub hosts: Vec<Netns>,
+    /// Under a VXLAN overlay, each node's underlay namespace (see `overlay`).
+    pub underlay: Vec<Netns>,
     pub outside: Netns,
     pub fabric: Netns,
     pub plan: Plan,
@@ -96,11 +113,91 @@ impl Topology {
         for h in 0..plan.hosts.len() {
             hosts.push(Netns::create(&format!("h{h}"))?);
         }
-        let mut t = Topology { servers: Vec::new(), nodes, pods, hosts, outside, fabric, plan, backend };
+        let mut t = Topology { servers: Vec::new(), nodes, pods, hosts, underlay: Vec::new(), outside, fabric, plan, backend };
         t.wire()?;
         t.load_rules()?;
+        t.overlay()?;
         t.start_servers()?;
         Ok(t)
+    }
+
+    /// Under a VXLAN Pod network (`plan.network`), flannel's state on every
+    /// node with a Pod range, from the model's own rendered commands
+    /// (`PodNetwork::node_state`): `flannel.1` over `eth0`, and per peer
+    /// its neighbour, FDB entry and route, so a Pod packet for another
+    /// node leaves wrapped, through the fabric, which then carries the
+    /// outer packets between node addresses (its Pod routes stay, for
+    /// hosts and outside clients; a bare Pod packet between two nodes on
+    /// it is a failure of the overlay check).
+    ///
+    /// One thing differs from a real node, on purpose: the device's UDP
+    /// socket. `flannel.1` is created (by the model's `ip link add`) in an
+    /// underlay namespace of the node's own (`u<i>`: the node's address on
+    /// an `eth0` into the fabric) and then moved into the node's namespace,
+    /// as Docker's overlay driver does; a VXLAN device keeps its socket in
+    /// the namespace it was made in. So the Pod packets go through the
+    /// node's stack, rules and `flannel.1` exactly as on a node, and the
+    /// outer packets, same addresses and ports on the wire, never meet the
+    /// node's netfilter: on a real node kube-proxy's INPUT and OUTPUT
+    /// chains and conntrack see the VXLAN datagrams too, which is the
+    /// underlay's traffic, not a decision of the scenario's, and would
+    /// count on rules no Pod packet meets. The fabric hands UDP to the
+    /// VXLAN port for a node's address to its underlay namespace (a policy
+    /// rule and table `UNDERLAY_TABLE`), everything else to the node.
+    ///
+    /// The fabric gets a veth pair `mark0`, `mark1` (no module needed,
+    /// unlike a dummy device) that the capture uses to mark where each
+    /// attempt starts and ends: a datagram out of `mark0` to a permanent
+    /// neighbour no one is, dropped at `mark1`.
+    fn overlay(&mut self) -> Result<(), String> {
+        let PodNetwork::Vxlan(cfg) = &self.plan.network else { return Ok(()) };
+        let nodes = self.plan.overlay_nodes();
+        let mut fabric = vec![format!("rule add ipproto udp dport {} lookup {UNDERLAY_TABLE} pref 100", cfg.port)];
+        for (i, n) in self.plan.nodes.iter().enumerate() {
+            let Some(o) = nodes.iter().find(|o| o.name == n.node.name) else { continue };
+            let under = Netns::create(&format!("u{i}"))?;
+            self.fabric.ip_batch(&[format!("link add v{i} type veth peer name eth0 netns {}", under.name())])?;
+            under.sysctl(&base_sysctls())?;
+            under.ip_batch(&[
+                format!("addr add {}/32 dev eth0", n.node.internal_ip),
+                "link set eth0 up".into(),
+                format!("route add {FABRIC_HOP} dev eth0 scope link"),
+                format!("route add default via {FABRIC_HOP} dev eth0"),
+            ])?;
+            fabric.push(format!("addr add {FABRIC_HOP}/32 dev v{i}"));
+            fabric.push(format!("link set v{i} up"));
+            fabric.push(format!("route add {}/32 dev v{i} table {UNDERLAY_TABLE}", n.node.internal_ip));
+            let node_ns = self.nodes[i].name().to_string();
+            for cmd in self.plan.network.node_state(o, &nodes).commands() {
+                let mut words = cmd.split_whitespace();
+                let tool = words.next().unwrap_or_default();
+                // The device is made in the underlay namespace, then moved.
+                let create = cmd.starts_with(&format!("ip link add {} ", cfg.device));
+                let mut args = vec!["-n", if create { under.name() } else { node_ns.as_str() }];
+                args.extend(words);
+                sys::run(tool, &args, None).map_err(|e| format!("node {}: the overlay's `{cmd}`: {e}", n.node.name))?;
+                if create {
+                    under.ip(&["link", "set", &cfg.device, "netns", &node_ns])?;
+                }
+            }
+            // The device as the kernel holds it: the model's settings.
+            let link = self.nodes[i].ip(&["-d", "-o", "link", "show", &cfg.device])?;
+            let learning = if cfg.learning { "learning" } else { "nolearning" };
+            let want = [format!(" mtu {} ", cfg.mtu), format!("vxlan id {} ", cfg.vni), format!("local {} ", n.node.internal_ip), format!("dstport {} ", cfg.port), format!(" {learning} ")];
+            if let Some(w) = want.iter().find(|w| !link.contains(w.as_str())) {
+                return Err(format!("node {}: {} does not show `{}`, as the model set it: {link}", n.node.name, cfg.device, w.trim()));
+            }
+            self.underlay.push(under);
+        }
+        fabric.extend([
+            "link add mark0 type veth peer name mark1".into(),
+            format!("addr add {MARK_FROM}/32 dev mark0"),
+            "link set mark0 up".into(),
+            "link set mark1 up".into(),
+            format!("route add {MARK_TO}/32 dev mark0"),
+            format!("neigh add {MARK_TO} lladdr 02:00:00:00:00:09 dev mark0 nud permanent"),
+        ]);
+        self.fabric.ip_batch(&fabric)
     }
 
     /// Links, addresses and routes, one `ip -batch` per namespace and phase.

@@ -12,7 +12,7 @@
 //! | message | does |
 //! | --- | --- |
 //! | `{type: "kubehops:get", version: 1, id?}` | answers `kubehops:state` |
-//! | `{type: "kubehops:set", version: 1, id?, scenario?, step?, hop?, playing?, mode?}` | opens that state (`mode`: kube-proxy's, `"iptables"` or `"nftables"`), answers `kubehops:state` or `kubehops:error` |
+//! | `{type: "kubehops:set", version: 1, id?, scenario?, step?, hop?, playing?, mode?, network?}` | opens that state (`mode`: kube-proxy's, `"iptables"` or `"nftables"`; `network`: the Pod network between nodes, `"routed"` or `"vxlan"`), answers `kubehops:state` or `kubehops:error` |
 //! | `{type: "kubehops:next" \| "kubehops:previous", version: 1, id?}` | the next or previous step, answers `kubehops:state` |
 //!
 //! To the host page: `kubehops:ready` (once), `kubehops:change` (whenever
@@ -73,6 +73,8 @@ pub struct Set {
     pub playing: Option<bool>,
     /// kube-proxy's mode, as a link's `mode=` takes it.
     pub mode: Option<String>,
+    /// The Pod network between nodes, as a link's `network=` takes it.
+    pub network: Option<String>,
 }
 
 /// A request's `id`, echoed in the answer.
@@ -106,7 +108,7 @@ pub fn parse(data: &Data) -> Option<Request> {
     }
     let allowed: &[&str] = match kind.as_str() {
         "kubehops:get" | "kubehops:next" | "kubehops:previous" => &["type", "version", "id"],
-        "kubehops:set" => &["type", "version", "id", "scenario", "step", "hop", "playing", "mode"],
+        "kubehops:set" => &["type", "version", "id", "scenario", "step", "hop", "playing", "mode", "network"],
         _ => return None,
     };
     // Exactly that shape: no unknown field, none twice.
@@ -146,12 +148,8 @@ pub fn parse(data: &Data) -> Option<Request> {
                 let Data::Bool(b) = p else { return None };
                 set.playing = Some(*b);
             }
-            if let Some(m) = data.get("mode") {
-                match m {
-                    Data::Text(t) if t.len() <= MAX_TEXT => set.mode = Some(t.clone()),
-                    _ => return None,
-                }
-            }
+            set.mode = short_text(data.get("mode"))?;
+            set.network = short_text(data.get("network"))?;
             if set == Set::default() {
                 return None;
             }
@@ -179,9 +177,10 @@ pub fn resolve(set: &Set, current: &Link, steps: impl Fn(&str, &Params) -> usize
         }
     }
     if let Some(m) = &set.mode {
-        let spec = crate::scenarios::entry(&target.scenario).and_then(|e| (e.params)().into_iter().find(|s| s.key == crate::scenarios::params::PROXY_MODE));
-        let Some(spec) = spec else { return Err(format!("Scenario {} has no kube-proxy mode to set.", target.scenario)) };
-        target.params.insert(&spec.key, spec.parse(m)?);
+        set_param(&mut target, crate::scenarios::params::PROXY_MODE, "kube-proxy mode", m)?;
+    }
+    if let Some(n) = &set.network {
+        set_param(&mut target, crate::scenarios::params::POD_NETWORK, "Pod network", n)?;
     }
     let count = steps(&target.scenario, &target.params);
     if let Some(s) = set.step {
@@ -199,6 +198,26 @@ pub fn resolve(set: &Set, current: &Link, steps: impl Fn(&str, &Params) -> usize
         target.hop = if set.playing == Some(false) { Some(HopPos::After(0)) } else { None };
     }
     Ok((target, set.playing))
+}
+
+/// A text field of a request: absent (`Ok(None)`), a short text, or
+/// anything else, which refuses the request (`Err`, read as `None` by
+/// `parse`'s `?`).
+fn short_text(d: Option<&Data>) -> Option<Option<String>> {
+    match d {
+        None => Some(None),
+        Some(Data::Text(t)) if t.len() <= MAX_TEXT => Some(Some(t.clone())),
+        Some(_) => None,
+    }
+}
+
+/// Puts `value` in as the target scenario's parameter `key` (`what` names
+/// it in the error), read as a link's query reads it.
+fn set_param(target: &mut Link, key: &str, what: &str, value: &str) -> Result<(), String> {
+    let spec = crate::scenarios::entry(&target.scenario).and_then(|e| (e.params)().into_iter().find(|s| s.key == key));
+    let Some(spec) = spec else { return Err(format!("Scenario {} has no {what} to set.", target.scenario)) };
+    target.params.insert(&spec.key, spec.parse(value)?);
+    Ok(())
 }
 
 /// What the host is told about the state shown.
@@ -288,7 +307,7 @@ mod tests {
         assert_eq!(parse(&map(&[("type", t("kubehops:next")), ("version", V), ("id", Data::Num(7.0))])), Some(Request { id: Some(Id::Num(7.0)), command: Command::Next }));
         assert_eq!(parse(&map(&[("type", t("kubehops:previous")), ("version", V), ("id", t("a"))])).unwrap().command, Command::Previous);
         let set = parse(&map(&[("type", t("kubehops:set")), ("version", V), ("scenario", t("service-types")), ("step", Data::Num(2.0)), ("hop", t("end")), ("playing", Data::Bool(false))])).unwrap();
-        assert_eq!(set.command, Command::Set(Set { scenario: Some("service-types".into()), step: Some(2), hop: Some(HopPos::End), playing: Some(false), mode: None }));
+        assert_eq!(set.command, Command::Set(Set { scenario: Some("service-types".into()), step: Some(2), hop: Some(HopPos::End), playing: Some(false), mode: None, network: None }));
         let hop = parse(&map(&[("type", t("kubehops:set")), ("version", V), ("hop", Data::Num(0.0))])).unwrap();
         assert_eq!(hop.command, Command::Set(Set { hop: Some(HopPos::After(0)), ..Set::default() }));
     }
@@ -317,6 +336,8 @@ mod tests {
             map(&[("type", t("kubehops:set")), ("version", V), ("hop", t("start"))]),
             map(&[("type", t("kubehops:set")), ("version", V), ("playing", Data::Num(1.0))]),
             map(&[("type", t("kubehops:set")), ("version", V), ("mode", Data::Bool(true))]),
+            map(&[("type", t("kubehops:set")), ("version", V), ("network", Data::Num(1.0))]),
+            map(&[("type", t("kubehops:set")), ("version", V), ("network", t(&"v".repeat(MAX_TEXT + 1)))]),
             map(&[("type", t("kubehops:set")), ("version", V), ("mode", t(&"n".repeat(MAX_TEXT + 1)))]),
             map(&[("type", t("kubehops:set")), ("version", V), ("scenario", t("../../evil"))]),
             map(&[("type", t("kubehops:set")), ("version", V), ("scenario", t("javascript:alert(1)"))]),
@@ -348,6 +369,24 @@ mod tests {
         assert!(link::format(&resolve(&other, &here, steps).unwrap().0).starts_with("#/local-lab/1?mode=nftables"));
         let ipvs = Set { mode: Some("ipvs".into()), ..Set::default() };
         assert_eq!(resolve(&ipvs, &here, steps).unwrap_err(), "\"ipvs\" is not a value of mode; it takes iptables, nftables. IPVS mode is not shown: it is deprecated since Kubernetes 1.35.");
+    }
+
+    #[test]
+    fn set_carries_the_pod_network() {
+        let here = at("#/service-types/2/end?tab=nodeport&embed=1");
+        let m = parse(&map(&[("type", t("kubehops:set")), ("version", V), ("network", t("vxlan")), ("mode", t("nftables"))])).unwrap();
+        let Command::Set(set) = m.command else { panic!("{m:?}") };
+        assert_eq!(set.network.as_deref(), Some("vxlan"));
+        let (l, _) = resolve(&set, &here, steps).unwrap();
+        assert!(matches!(l.params.pod_network(), crate::dataplane::overlay::PodNetwork::Vxlan(_)));
+        let f = link::format(&l);
+        assert!(f.contains("network=vxlan") && f.contains("mode=nftables") && f.starts_with("#/service-types/2/end?"), "{f}");
+        // Back to routed, and a value the choice does not have.
+        let routed = Set { network: Some("routed".into()), ..Set::default() };
+        assert!(!link::format(&resolve(&routed, &l, steps).unwrap().0).contains("network="));
+        let bad = Set { network: Some("geneve".into()), ..Set::default() };
+        let e = resolve(&bad, &here, steps).unwrap_err();
+        assert!(e.starts_with("\"geneve\" is not a value of network; it takes routed, vxlan."), "{e}");
     }
 
     #[test]

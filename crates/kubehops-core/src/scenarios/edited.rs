@@ -23,6 +23,7 @@ fn provisioning_secs(w: &World) -> u64 {
 /// cluster has DNS and a Pod to ask from), Send Request from outside.
 pub fn build(id: &str, title: &str, mut w: World, p: &Params, file: &str, svc: Service) -> Scenario {
     w.set_proxy_mode(p.proxy_mode());
+    w.set_pod_network(p.pod_network());
     let key = svc.object_ref();
     w.focus = vec![key.clone()];
     let before = w.api.service(&key.namespace, &key.name).cloned();

@@ -29,6 +29,7 @@ use crate::controllers::LbController;
 use crate::dataplane::docker::{DockerEngine, DockerNetwork};
 use crate::dataplane::kind::{KindConfig, KindNode, PortMapping, Role};
 use crate::dataplane::kubeproxy::{KubeProxyConfig, ProxyMode};
+use crate::dataplane::overlay::PodNetwork;
 use crate::net::{ip, Cidr, Protocol, SockAddr};
 use crate::sim::{Actor, ActorKind, ArpOp, Dial, DropReason, Hop, HostNet, Internet, Neighbour, NeighbourState, Outcome, RewriteKind, Route, View, World, Zone};
 use std::net::Ipv4Addr;
@@ -83,6 +84,7 @@ fn params() -> Vec<ParamSpec> {
         ParamSpec::toggle("local", "externalTrafficPolicy: Local"),
         ParamSpec::toggle("hairpin", "Docker without userland-proxy"),
         ParamSpec::proxy_mode(ProxyMode::Iptables),
+        ParamSpec::pod_network(PodNetwork::Routed),
         ParamSpec::seed(),
         ParamSpec::manifest(),
     ]
@@ -248,6 +250,7 @@ pub fn build(p: &Params) -> Scenario {
     let lab = Lab { spread: p.choice("placement") == Some("spread"), local: p.toggle("local"), hairpin: p.toggle("hairpin"), seed: p.seed() };
     let mut w = cluster(lab);
     w.set_proxy_mode(p.proxy_mode());
+    w.set_pod_network(p.pod_network());
     let mut rec = Recorder::new("booking.yaml", &booking(ServiceType::NodePort, Some(NODE_PORT), lab.local));
     host_to_pod(&mut w, &mut rec, lab);
     not_for_production(&mut w, &mut rec, lab);

@@ -13,6 +13,7 @@ use crate::controllers::cloud::{CloudController, CloudProvider, Delivery};
 use crate::controllers::LbController;
 use crate::dataplane::iptables::Purpose;
 use crate::dataplane::kubeproxy::{KubeProxyConfig, ProxyMode};
+use crate::dataplane::overlay::PodNetwork;
 use crate::net::{ip, Cidr, Protocol, SockAddr};
 use crate::sim::{Actor, ActorKind, Dial, Hop, Internet, Outcome, PacketHop, RewriteKind, View, World, Zone};
 
@@ -26,7 +27,7 @@ pub const ENTRY: Entry = Entry {
 };
 
 fn params() -> Vec<ParamSpec> {
-    vec![ParamSpec::proxy_mode(ProxyMode::Iptables), ParamSpec::seed(), ParamSpec::manifest()]
+    vec![ParamSpec::proxy_mode(ProxyMode::Iptables), ParamSpec::pod_network(PodNetwork::Routed), ParamSpec::seed(), ParamSpec::manifest()]
 }
 
 /// The user's Service on the story's cluster, in place of the five steps.
@@ -92,6 +93,7 @@ pub fn build(p: &Params) -> Scenario {
     let seed = p.seed();
     let mut w = cluster();
     w.set_proxy_mode(p.proxy_mode());
+    w.set_pod_network(p.pod_network());
     let laptop = w.first(ActorKind::Laptop).expect("the story has a laptop");
     let mut rec = Recorder::new("web.yaml", w.api.service("default", "web").expect("web exists"));
     let nodes_without_pods: Vec<String> = (0..w.api.nodes.len())

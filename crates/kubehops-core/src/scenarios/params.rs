@@ -6,6 +6,7 @@
 //! a seed as digits. A value left at its default is left out of the link.
 
 use crate::dataplane::kubeproxy::ProxyMode;
+use crate::dataplane::overlay::{PodNetwork, VxlanConfig};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -14,6 +15,16 @@ pub const PROXY_MODE: &str = "mode";
 
 /// Why the mode choice has no IPVS.
 pub const IPVS_HINT: &str = "IPVS mode is not shown: it is deprecated since Kubernetes 1.35.";
+
+/// The key of the Pod network in links.
+pub const POD_NETWORK: &str = "network";
+
+/// The Pod network's values in links.
+pub const ROUTED: &str = "routed";
+pub const VXLAN: &str = "vxlan";
+
+/// What the overlay choice is.
+pub const OVERLAY_HINT: &str = "VXLAN is flannel's default overlay: Pod traffic between nodes travels wrapped in UDP between the nodes' own addresses.";
 
 /// The longest value a menu without options takes from a link.
 const MAX_OPEN_VALUE: usize = 320;
@@ -106,6 +117,18 @@ impl ParamSpec {
             *d = default.as_str().into();
         }
         spec.hint = Some(IPVS_HINT.into());
+        spec
+    }
+
+    /// The Pod network between the nodes (`network=vxlan` in a link),
+    /// routed unless `default` says otherwise.
+    pub fn pod_network(default: PodNetwork) -> ParamSpec {
+        let options = vec![Choice::new(ROUTED, "Routed"), Choice::new(VXLAN, "VXLAN (flannel)")];
+        let mut spec = ParamSpec::choice(POD_NETWORK, "Pod network", ChoiceStyle::Buttons, options);
+        if let ParamKind::Choice { default: d, .. } = &mut spec.kind {
+            *d = pod_network_value(&default).into();
+        }
+        spec.hint = Some(OVERLAY_HINT.into());
         spec
     }
 
@@ -271,6 +294,12 @@ impl Params {
         if self.choice(PROXY_MODE) == Some(ProxyMode::Nftables.as_str()) { ProxyMode::Nftables } else { ProxyMode::Iptables }
     }
 
+    /// The Pod network chosen (flannel's defaults for VXLAN); routed when
+    /// there is no such parameter.
+    pub fn pod_network(&self) -> PodNetwork {
+        if self.choice(POD_NETWORK) == Some(VXLAN) { PodNetwork::Vxlan(VxlanConfig::default()) } else { PodNetwork::Routed }
+    }
+
     pub fn seed(&self) -> Option<u64> {
         match self.values.get("seed") {
             Some(Value::Seed(s)) => *s,
@@ -297,6 +326,14 @@ impl Params {
                 (*v != s.default_value()).then(|| (s.key.clone(), v.link_text())).filter(|(_, text)| !matches!(v, Value::Manifest(_)) || !text.is_empty())
             })
             .collect()
+    }
+}
+
+/// A Pod network's value in links.
+pub fn pod_network_value(net: &PodNetwork) -> &'static str {
+    match net {
+        PodNetwork::Routed => ROUTED,
+        PodNetwork::Vxlan(_) => VXLAN,
     }
 }
 

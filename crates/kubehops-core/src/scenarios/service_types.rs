@@ -16,6 +16,7 @@ use crate::api::{Node, ObjectRef, Pod, Service, ServicePort, ServiceSpec, Servic
 use crate::controllers::cloud::{CloudController, CloudProvider};
 use crate::controllers::LbController;
 use crate::dataplane::kubeproxy::{KubeProxyConfig, ProxyMode};
+use crate::dataplane::overlay::PodNetwork;
 use crate::dataplane::netfilter::Dice;
 use crate::dns::{QType, Rcode, Response};
 use crate::net::{ip, Cidr, Protocol, SockAddr};
@@ -131,6 +132,7 @@ fn params() -> Vec<ParamSpec> {
         ParamSpec::choice("demo", "Demo", ChoiceStyle::Demo, demos),
         ParamSpec::choice("from", "Coming from", ChoiceStyle::Hidden, from),
         ParamSpec::proxy_mode(ProxyMode::Iptables),
+        ParamSpec::pod_network(PodNetwork::Routed),
         ParamSpec::seed(),
         ParamSpec::manifest(),
     ]
@@ -323,6 +325,7 @@ fn build_with(p: &Params, typed: Option<Service>) -> Scenario {
     let local = p.toggle("local");
     let mut w = cluster_after(from, local);
     w.set_proxy_mode(p.proxy_mode());
+    w.set_pod_network(p.pod_network());
     let laptop = p.choice("client") == Some("laptop");
     let client = if laptop { w.first(ActorKind::Laptop) } else { w.actors.of_object(ActorKind::Pod, "default", "web") }.unwrap_or(ActorId(0));
     let via = if p.choice("via") == Some("node-2") { 1 } else { 0 };

@@ -21,6 +21,7 @@ use crate::api::server::{ApiServer, ApiServerConfig};
 use crate::api::{EndpointSlice, Node, Pod, Service, ServiceType};
 use crate::controllers::LbController;
 use crate::dataplane::kubeproxy::{KubeProxyConfig, NodeFeatures, ProxyMode};
+use crate::dataplane::overlay::PodNetwork;
 use crate::dns::{QType, RData, Rcode, Response};
 use crate::net::{ip, Cidr, Protocol, SockAddr};
 use crate::sim::{Actor, ActorId, ActorKind, Dial, Internet, Outcome, Payload, RewriteKind, World, Zone};
@@ -80,6 +81,7 @@ fn empty_params() -> Vec<ParamSpec> {
         ParamSpec::choice("service", "Service", ChoiceStyle::Menu, vec![]),
         ParamSpec::choice("client", "Client", ChoiceStyle::Menu, vec![]),
         ParamSpec::proxy_mode(ProxyMode::Iptables),
+        ParamSpec::pod_network(PodNetwork::Routed),
         ParamSpec::seed(),
     ]
 }
@@ -103,7 +105,7 @@ pub fn params(input: &ClusterInput) -> Vec<ParamSpec> {
     clients.push(Choice::new("outside", &format!("Outside ({OUTSIDE})")));
     // The mode the cluster's KubeProxyConfiguration sets, unless the link says otherwise.
     let mode = input.proxy.as_ref().map_or(ProxyMode::Iptables, |p| p.mode);
-    vec![ParamSpec::choice("service", "Service", ChoiceStyle::Menu, svc_options), ParamSpec::choice("client", "Client", ChoiceStyle::Menu, clients), ParamSpec::proxy_mode(mode), ParamSpec::seed()]
+    vec![ParamSpec::choice("service", "Service", ChoiceStyle::Menu, svc_options), ParamSpec::choice("client", "Client", ChoiceStyle::Menu, clients), ParamSpec::proxy_mode(mode), ParamSpec::pod_network(PodNetwork::Routed), ParamSpec::seed()]
 }
 
 fn type_label(s: &Service) -> &'static str {
@@ -240,6 +242,7 @@ pub fn world_for(input: &ClusterInput, p: &Params) -> World {
     let svc = p.choice("service").and_then(|v| input.service(v));
     let mut w = world(input, svc).0;
     w.set_proxy_mode(p.proxy_mode());
+    w.set_pod_network(p.pod_network());
     w
 }
 
@@ -313,6 +316,7 @@ fn tell(input: &ClusterInput, p: &Params, also: &[usize]) -> (Scenario, Vec<usiz
     let svc = p.choice("service").and_then(|v| input.service(v)).cloned();
     let (mut w, made) = world(input, svc.as_ref());
     w.set_proxy_mode(p.proxy_mode());
+    w.set_pod_network(p.pod_network());
     let client = p.choice("client").and_then(|v| client_of(&w, v)).or_else(|| w.actors.iter().find(|a| a.kind == ActorKind::OutsideHost).map(|a| Client::Outside(a.id)));
     if let Some(s) = &svc {
         w.focus = vec![s.object_ref()];

@@ -1038,6 +1038,11 @@ fn card_lines(h: &Hop, style: KindStyle) -> (Vec<Vec<Span>>, Option<&'static str
             None => lines.push(vec![Span::new(name, Role::CardLine), Span::new(after.to_string(), Role::CardLine)]),
         }
     }
+    // A hop inside another packet: the outer header it travels in.
+    if let Some(t) = &p.tunnel {
+        let o = &t.wrapped.outer;
+        lines.push(vec![Span::new(format!("VXLAN {} → {} · VNI {}", o.src, o.dst, o.vni), Role::Muted)]);
+    }
     if let Some(d) = &h.dropped {
         lines.push(vec![Span::new(drop_phrase(d), Role::Muted).with("kh-card-bad")]);
         tone = Some("bad");

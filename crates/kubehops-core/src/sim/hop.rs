@@ -9,6 +9,7 @@
 
 // A matched rule is the data plane's (either mode writes them); hops carry them.
 pub use crate::dataplane::rules::{Field, MatchedRule};
+use crate::dataplane::overlay::Wrapped;
 use crate::dns::{QType, Rcode, Response};
 use crate::net::{Cidr, Packet, SockAddr};
 use crate::sim::actor::{ActorId, Actors};
@@ -142,13 +143,34 @@ pub struct PacketHop {
     /// rewritten by, as an index into that table's entries.
     pub conntrack_entry: Option<usize>,
     pub payload: Option<Payload>,
+    /// Set when the Pod network carries this hop's packet (`after`) inside
+    /// another one: a VXLAN overlay between two nodes.
+    #[serde(default)]
+    pub tunnel: Option<Tunnel>,
 }
 
 impl PacketHop {
     /// A packet that travels unchanged, decided by no rule.
     pub fn plain(p: Packet, payload: Option<Payload>) -> PacketHop {
-        PacketHop { before: p, after: p, rewrites: vec![], decided_on: None, matched: vec![], by_conntrack: false, could_reach: vec![], conntrack_entry: None, payload }
+        PacketHop { before: p, after: p, rewrites: vec![], decided_on: None, matched: vec![], by_conntrack: false, could_reach: vec![], conntrack_entry: None, payload, tunnel: None }
     }
+}
+
+/// A hop inside another packet: the sending node's VXLAN device wraps the
+/// hop's packet in outer headers between the two nodes' addresses, and the
+/// receiving node's device takes it out again. The packet inside is the
+/// hop's `after`, unchanged: a tunnel rewrites nothing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tunnel {
+    /// The outer headers, the inner frame's Ethernet addresses and the
+    /// packet inside, as the overlay wrapped them.
+    pub wrapped: Wrapped,
+    /// The VXLAN device on both nodes (`flannel.1`).
+    pub device: String,
+    /// The node whose device wraps the packet (the hop's start).
+    pub wrapped_by: ActorId,
+    /// The node whose device unwraps it (the hop's end).
+    pub unwrapped_by: ActorId,
 }
 
 /// Why an address cannot be reached from where the packet is.

@@ -66,7 +66,7 @@ impl World {
         let entry_index = self.hosts[h].conntrack.insert(pkt, &after, self.clock);
         let kept = t.masquerade_rule().is_some() && !rewrites.iter().any(|r| r.kind == RewriteKind::Snat);
         let (caption, detail) = self.host_caption(me, to, pkt, &after, &rewrites, &matched, kept);
-        let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched, by_conntrack: false, could_reach: vec![], conntrack_entry: Some(entry_index), payload: payload.clone() };
+        let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched, by_conntrack: false, could_reach: vec![], conntrack_entry: Some(entry_index), payload: payload.clone(), tunnel: None };
         next(to, packet, caption, detail)
     }
 
@@ -232,7 +232,7 @@ impl World {
             return Step::Arrived;
         }
         let name = self.actors.short(me).to_string();
-        let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched: vec![], by_conntrack: true, could_reach: vec![], conntrack_entry: Some(i), payload: payload.clone() };
+        let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched: vec![], by_conntrack: true, could_reach: vec![], conntrack_entry: Some(i), payload: payload.clone(), tunnel: None };
         let detail = format!(
             "conntrack on {name} matches the reply to the entry Docker's rules made and undoes both rewrites: the packet now runs {}, and curl sees its answer come from {}, the address it dialled.",
             packet_text(&after),

@@ -24,7 +24,7 @@ pub mod snapshot;
 pub mod view;
 
 pub use actor::{Actor, ActorId, ActorKind, Actors, Zone};
-pub use hop::{ArpFrame, ArpOp, DropReason, Field, Hop, HopKind, Leg, MatchedRule, PacketHop, Payload, Rewrite, RewriteKind, Unroutable};
+pub use hop::{ArpFrame, ArpOp, DropReason, Field, Hop, HopKind, Leg, MatchedRule, PacketHop, Payload, Rewrite, RewriteKind, Tunnel, Unroutable};
 pub use host::{HostNet, Neighbour, NeighbourState, Route};
 pub use network::{Dial, Outcome};
 pub use outside::{Internet, Site};
@@ -81,6 +81,10 @@ pub struct World {
     /// Which agent writes that masquerade (ip-masq-agent, kindnet).
     #[serde(default)]
     pub masq_agent: crate::dataplane::cni::MasqAgent,
+    /// How Pod traffic crosses between nodes: routed (the default), or
+    /// wrapped in a VXLAN overlay.
+    #[serde(default)]
+    pub pod_network: crate::dataplane::overlay::PodNetwork,
     pub clock: u64,
     pub created: BTreeMap<ObjectRef, u64>,
     /// The Services whose rules and kubectl rows the views show.
@@ -131,6 +135,7 @@ impl World {
             cluster_dns: None,
             egress_masquerade: None,
             masq_agent: Default::default(),
+            pod_network: Default::default(),
             clock,
             created: BTreeMap::new(),
             focus: Vec::new(),
@@ -270,6 +275,17 @@ impl World {
             }
             self.rules_changed(i);
         }
+    }
+
+    /// Carries Pod traffic between nodes as `net` says (before a story
+    /// begins). kube-proxy's rules do not depend on it.
+    pub fn set_pod_network(&mut self, net: crate::dataplane::overlay::PodNetwork) {
+        self.pod_network = net;
+    }
+
+    /// The nodes as the Pod network sees them: those with a Pod range.
+    pub fn overlay_nodes(&self) -> Vec<crate::dataplane::overlay::OverlayNode> {
+        self.api.nodes.iter().filter_map(|n| Some(crate::dataplane::overlay::OverlayNode::new(&n.name, n.internal_ip, NODE_INTERFACE, n.pod_cidr?))).collect()
     }
 
     /// Node `i`'s rules changed: views from the next hop on show the new
@@ -678,6 +694,10 @@ impl World {
         }
     }
 }
+
+/// The interface that holds a node's address (kind's nodes and the
+/// stories' own): the underlay a VXLAN device sends through.
+pub const NODE_INTERFACE: &str = "eth0";
 
 /// `node-2` → `Node-2`, as the explainer labels nodes named `node-N`;
 /// other names (`kind-worker`) are kept as they are.

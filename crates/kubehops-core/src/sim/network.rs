@@ -11,11 +11,12 @@
 //! [`traverse`] over the node's rules, by the node's conntrack entry, or by
 //! a balancer (whose rewrite is its own, recorded as `RewriteKind::Balancer`).
 
-use super::hop::{ended, DropReason, Field, Hop, HopKind, Leg, PacketHop, Payload, Rewrite, RewriteKind, Unroutable};
+use super::hop::{ended, DropReason, Field, Hop, HopKind, Leg, PacketHop, Payload, Rewrite, RewriteKind, Tunnel, Unroutable};
 use super::{ActorId, ActorKind, World};
 use crate::controllers::cloud::{Delivery, LbFlow, LbState};
 use crate::dataplane::conntrack::{ConntrackTable, Direction};
 use crate::dataplane::netfilter::{Dice, Entry};
+use crate::dataplane::overlay::{self, PodNetwork};
 use crate::dataplane::trace::node_addresses;
 use crate::dns::{ClusterDns, DnsConfig, QType, RData, Rcode, Response};
 use crate::net::{Packet, Protocol, SockAddr};
@@ -111,12 +112,14 @@ impl World {
         for i in 0..MAX_HOPS {
             let step = if i == 0 { self.originate(client, &pkt, &payload, dice) } else { self.arrive(at, client, leg, &pkt, &payload, &d, dice) };
             match step {
-                Step::Next { to, packet, caption, detail } => {
+                Step::Next { to, mut packet, caption, mut detail } => {
+                    self.through_pod_network(at, to, &mut packet, &mut detail);
                     (pkt, payload) = (packet.after, packet.payload.clone());
                     self.push(Hop { from: at, to, kind: hop_kind(&payload, leg), leg, what_if: false, caption, detail, packet: Some(packet), dropped: None, conn, arp: None });
                     at = to;
                 }
-                Step::Answer { to, packet, caption, detail } => {
+                Step::Answer { to, mut packet, caption, mut detail } => {
+                    self.through_pod_network(at, to, &mut packet, &mut detail);
                     leg = Leg::Back;
                     (pkt, payload) = (packet.after, packet.payload.clone());
                     self.push(Hop { from: at, to, kind: hop_kind(&payload, leg), leg, what_if: false, caption, detail, packet: Some(packet), dropped: None, conn, arp: None });
@@ -163,6 +166,51 @@ impl World {
             }
         }
         Outcome::Dropped { at, reason: DropReason::TooManyHops }
+    }
+
+    /// The Pod network's part in a hop from `from` to `to`. Under a VXLAN
+    /// overlay, a packet from one node to another whose destination is in
+    /// the receiving node's Pod range travels wrapped: the hop gets its
+    /// [`Tunnel`] and its detail says who wraps it, in what, and who
+    /// unwraps it; the first wrapped hop of a step (since the trace was
+    /// last taken) also says what wrapping costs. The packet itself is
+    /// left as the walk made it.
+    fn through_pod_network(&self, from: ActorId, to: ActorId, packet: &mut PacketHop, detail: &mut String) {
+        let Some(tunnel) = self.tunnel(from, to, &packet.after) else { return };
+        let PodNetwork::Vxlan(cfg) = &self.pod_network else { return };
+        let (here, there) = (self.actors.short(from), self.actors.short(to));
+        let (o, dev) = (&tunnel.wrapped.outer, &tunnel.device);
+        detail.push_str(&format!(" {dev} on {here} wraps it in VXLAN, in an outer packet {} → {} (UDP port {}, VNI {}), and {dev} on {there} unwraps it as it was sent.", o.src, o.dst, o.udp_dst, o.vni));
+        let told = self.trace.iter().any(|(h, _)| h.packet.as_ref().is_some_and(|p| p.tunnel.is_some()));
+        if !told {
+            detail.push_str(&format!(
+                " Wrapping adds {} bytes of headers (outer IPv4 {}, UDP {}, VXLAN {}, inner Ethernet {}), so {dev}'s MTU is {}, not the {} of the nodes' network.",
+                overlay::ENCAP_OVERHEAD,
+                overlay::OUTER_IPV4_HEADER,
+                overlay::UDP_HEADER,
+                overlay::VXLAN_HEADER,
+                overlay::INNER_ETHERNET_HEADER,
+                cfg.mtu,
+                cfg.mtu + overlay::ENCAP_OVERHEAD
+            ));
+        }
+        packet.tunnel = Some(tunnel);
+    }
+
+    /// The tunnel a packet from node actor `from` to node actor `to`
+    /// travels in, if the Pod network wraps it: never on one node, never
+    /// for an address outside every node's Pod range (a node's own, the
+    /// laptop's), and only to the node the overlay would unwrap it at.
+    fn tunnel(&self, from: ActorId, to: ActorId, pkt: &Packet) -> Option<Tunnel> {
+        let PodNetwork::Vxlan(cfg) = &self.pod_network else { return None };
+        let (n, m) = (self.node_index(from)?, self.node_index(to)?);
+        if n == m {
+            return None;
+        }
+        let nodes = self.overlay_nodes();
+        let overlay::Delivery::Wrapped(wrapped) = self.pod_network.route(&nodes, &self.api.nodes[n].name, *pkt)? else { return None };
+        let at = self.pod_network.unwrapped_at(&nodes, &wrapped)?;
+        (at.name == self.api.nodes[m].name).then(|| Tunnel { wrapped, device: cfg.device.clone(), wrapped_by: from, unwrapped_by: to })
     }
 
     /// The answer reached the client from an address it did not dial:
@@ -407,7 +455,7 @@ impl World {
             looks => format!("walks its ip kube-proxy table ({})", looks.iter().map(|l| l.sentence()).collect::<Vec<_>>().join("; ")),
         };
         let (caption, detail) = node_caption(&name, &to_name, pkt, &after, &rewrites, &walk);
-        let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched, by_conntrack: false, could_reach, conntrack_entry: Some(entry_index), payload: payload.clone() };
+        let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched, by_conntrack: false, could_reach, conntrack_entry: Some(entry_index), payload: payload.clone(), tunnel: None };
         next(to, packet, caption, detail)
     }
 
@@ -435,7 +483,7 @@ impl World {
             format!("conntrack on {name} matches the reply to its entry and undoes the NAT: the packet now runs {}.", packet_text(&after))
         };
         let caption = if after == *pkt { format!("forward → {}", after.dst) } else { "conntrack undoes the NAT".to_string() };
-        let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched: vec![], by_conntrack: true, could_reach: vec![], conntrack_entry: Some(i), payload: payload.clone() };
+        let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched: vec![], by_conntrack: true, could_reach: vec![], conntrack_entry: Some(i), payload: payload.clone(), tunnel: None };
         next(to, packet, caption, detail)
     }
 
@@ -453,8 +501,21 @@ impl World {
             rewrites.push(Rewrite { kind: RewriteKind::UnSnat, field: Field::Destination, from: pkt.dst, to: after.dst });
         }
         let detail = format!("conntrack on {name} matches the reply to its own connection's entry and undoes the NAT before the reply reaches the socket: it now runs {}.", packet_text(&after));
-        let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched: vec![], by_conntrack: true, could_reach: vec![], conntrack_entry: Some(i), payload: payload.clone() };
+        let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched: vec![], by_conntrack: true, could_reach: vec![], conntrack_entry: Some(i), payload: payload.clone(), tunnel: None };
         next(me, packet, "conntrack undoes the NAT".into(), detail)
+    }
+
+    /// The address a packet for another node leaves node `n` from (what
+    /// masquerade puts as its source): the node's own, or, for a Pod of
+    /// another node under a VXLAN overlay, the address of the device it
+    /// leaves by, `flannel.1` (the first of the node's Pod range), as
+    /// MASQUERADE takes the outgoing device's address.
+    fn leaving_address(&self, n: usize, to_pods: bool) -> Ipv4Addr {
+        let node = &self.api.nodes[n];
+        match (&self.pod_network, node.pod_cidr) {
+            (PodNetwork::Vxlan(_), Some(c)) if to_pods => c.nth(0).unwrap_or(node.internal_ip),
+            _ => node.internal_ip,
+        }
     }
 
     /// Routing on node `n`: where a packet to `dst` goes next, and which
@@ -468,7 +529,8 @@ impl World {
             return pod.map(|p| (p, gateway)).ok_or(no_route(Unroutable::Unknown));
         }
         if let Some(m) = self.api.nodes.iter().position(|o| o.pod_cidr.is_some_and(|c| c.contains(dst)) || (o.internal_ip == dst && o.name != node.name)) {
-            return Ok((self.node_actors[m], node.internal_ip));
+            let to_pods = self.api.nodes[m].pod_cidr.is_some_and(|c| c.contains(dst));
+            return Ok((self.node_actors[m], self.leaving_address(n, to_pods)));
         }
         // A Pod of a node whose Pod range is not known (no spec.podCIDR,
         // as with some network plugins): the network plugin's routes

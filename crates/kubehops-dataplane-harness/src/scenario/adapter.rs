@@ -12,7 +12,8 @@
 //! each becomes a [`Connection`] or is counted as skipped, with why, in
 //! the scenario's [`Coverage`]. So is every hop that carries no packet.
 
-use super::{Client, Connection, Coverage, End, MachineHop, ScenarioReplay};
+use super::{Client, Connection, Coverage, End, MachineHop, ScenarioReplay, WrappedHop};
+use kubehops_core::dataplane::overlay::PodNetwork;
 use crate::plan::{DataplaneSpec, PlannedHost, ProxyMode};
 use kubehops_core::dataplane::iptables::{RuleRef, TableName};
 use kubehops_core::dataplane::kubeproxy::NodeRules;
@@ -113,6 +114,12 @@ fn params(id: &str, pairs: &[(&str, &str)]) -> Result<Params, String> {
 /// data plane, and what each scenario holds that is not replayed (one
 /// [`Coverage`] per scenario and mode).
 pub fn replays(modes: &[ProxyMode]) -> Result<(Vec<ScenarioReplay>, Vec<Coverage>), String> {
+    replays_on(modes, PodNetwork::Routed)
+}
+
+/// As [`replays`], every case built with the Pod network `network` (its
+/// value added to every set, `network=vxlan`, unless routed, the default).
+pub fn replays_on(modes: &[ProxyMode], network: PodNetwork) -> Result<(Vec<ScenarioReplay>, Vec<Coverage>), String> {
     let mut planes: Vec<(String, DataplaneSnapshot, ScenarioReplay)> = Vec::new();
     let mut cover: Vec<Coverage> = Vec::new();
     let mut built: Vec<(&str, Params)> = Vec::new();
@@ -120,6 +127,9 @@ pub fn replays(modes: &[ProxyMode]) -> Result<(Vec<ScenarioReplay>, Vec<Coverage
         for (id, mut pairs) in cases() {
             if mode == ProxyMode::Nftables {
                 pairs.push((scenarios::params::PROXY_MODE, "nftables"));
+            }
+            if network != PodNetwork::Routed {
+                pairs.push((scenarios::params::POD_NETWORK, scenarios::params::pod_network_value(&network)));
             }
             // A stated set that is the defaults is built once.
             let p = params(id, &pairs)?;
@@ -130,6 +140,9 @@ pub fn replays(modes: &[ProxyMode]) -> Result<(Vec<ScenarioReplay>, Vec<Coverage
             if p.proxy_mode() != mode {
                 return Err(format!("{id}: built with {} asked for kube-proxy's {} mode", p.proxy_mode().as_str(), mode.as_str()));
             }
+            if p.pod_network() != network {
+                return Err(format!("{id}: built with the Pod network {:?}, asked for {network:?}", p.pod_network()));
+            }
             let s = scenarios::build(id, &p).ok_or_else(|| format!("no scenario {id}"))?;
             let label = if pairs.is_empty() { format!("{id} (defaults)") } else { format!("{id} {}", pairs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")) };
             let at = cover.iter().position(|c| c.scenario == id && c.mode == mode).unwrap_or_else(|| {
@@ -137,7 +150,7 @@ pub fn replays(modes: &[ProxyMode]) -> Result<(Vec<ScenarioReplay>, Vec<Coverage
                 cover.len() - 1
             });
             cover[at].builds += 1;
-            collect(&s, &label, mode, &mut planes, &mut cover[at]);
+            collect(&s, &label, mode, &network, &mut planes, &mut cover[at]);
         }
     }
     for c in &mut cover {
@@ -147,7 +160,7 @@ pub fn replays(modes: &[ProxyMode]) -> Result<(Vec<ScenarioReplay>, Vec<Coverage
 }
 
 /// One built scenario: its hops, sorted into connections by data plane.
-fn collect(s: &Scenario, label: &str, mode: ProxyMode, planes: &mut Vec<(String, DataplaneSnapshot, ScenarioReplay)>, cov: &mut Coverage) {
+fn collect(s: &Scenario, label: &str, mode: ProxyMode, network: &PodNetwork, planes: &mut Vec<(String, DataplaneSnapshot, ScenarioReplay)>, cov: &mut Coverage) {
     let mut groups: Vec<((u32, bool), usize, Vec<&Hop>)> = Vec::new();
     for (i, st) in s.steps.iter().enumerate() {
         for h in &st.hops {
@@ -184,7 +197,7 @@ fn collect(s: &Scenario, label: &str, mode: ProxyMode, planes: &mut Vec<(String,
         cov.packet_hops += c.packet_hops;
         let at = planes.iter().position(|(id, p, _)| *id == s.id && p == snap).unwrap_or_else(|| {
             let name = format!("{} data plane of {label}, step {}", s.id, step + 1);
-            planes.push((s.id.clone(), snap.clone(), ScenarioReplay { scenario: s.id.clone(), mode, dataplane: dataplane(s, snap, name), connections: Vec::new() }));
+            planes.push((s.id.clone(), snap.clone(), ScenarioReplay { scenario: s.id.clone(), mode, network: network.clone(), dataplane: dataplane(s, snap, name), connections: Vec::new() }));
             planes.len() - 1
         });
         let replay = &mut planes[at].2;
@@ -256,8 +269,42 @@ fn connection(s: &Scenario, snap: &DataplaneSnapshot, hops: &[&Hop], what: Strin
     let at_node = part.iter().find(|h| snap.nodes.iter().any(|n| n.actor == h.to)).and_then(|h| Some((h.packet.as_ref()?.after.dst.ip, m.name(h.to)?)));
     let machine_hops: Vec<MachineHop> = part.iter().filter_map(|h| machine_hop(&m, h)).collect();
     let end = end_of(&m, part)?;
-    let c = Connection { what, client, sent, route: at_node, hops: machine_hops, end, packet_hops: part.len() };
+    let (wrapped, same_node) = pod_network_hops(&m, part);
+    let c = Connection { what, client, sent, route: at_node, hops: machine_hops, end, packet_hops: part.len(), wrapped, same_node };
     Ok((c, hops.len() - part.len()))
+}
+
+/// The hops the Pod network carries wrapped (`PacketHop::tunnel`), with
+/// the nodes that wrap and unwrap them; and the packets of hops that stay
+/// on one node (between a node and its own Pod, or two Pods of one node),
+/// which no network wraps.
+fn pod_network_hops(m: &Machines, part: &[&Hop]) -> (Vec<WrappedHop>, Vec<kubehops_core::net::Packet>) {
+    let node_of = |a: ActorId| -> Option<ActorId> {
+        let x = m.s.actor(a)?;
+        match x.kind {
+            ActorKind::Node => Some(a),
+            k if k.is_pod() => x.parent,
+            _ => None,
+        }
+    };
+    let (mut wrapped, mut same) = (Vec::new(), Vec::new());
+    for h in part {
+        let Some(p) = &h.packet else { continue };
+        match &p.tunnel {
+            Some(t) => wrapped.push(WrappedHop {
+                from: m.name(t.wrapped_by).unwrap_or_default(),
+                to: m.name(t.unwrapped_by).unwrap_or_default(),
+                reply: h.leg == Leg::Back,
+                wrapped: t.wrapped,
+            }),
+            None if h.from != h.to && node_of(h.from).is_some() && node_of(h.from) == node_of(h.to) => same.push(p.after),
+            None => {}
+        }
+    }
+    // A packet some hop carries wrapped crosses nodes, though its hop
+    // into the server's node or out of the client's stays on one.
+    same.retain(|p| !wrapped.iter().any(|w| w.wrapped.inner == *p));
+    (wrapped, same)
 }
 
 /// A matched rule as the replay checks it: its table (an iptables table,

@@ -31,10 +31,16 @@
 //! counted as in iptables mode (kube-proxy's nftables rules have no
 //! counters).
 //!
+//! The cases run once more built with `network=vxlan` (flannel's VXLAN
+//! overlay as the Pod network; [`connections_vxlan`]): the same checks on
+//! nodes that hold `flannel.1`, and the underlay captured and compared
+//! with every hop's tunnel ([`overlay`]).
+//!
 //! Only [`adapter`] knows the simulator's types: the rest works on
 //! [`ScenarioReplay`], so a new simulator changes that module alone.
 
 pub mod adapter;
+pub mod overlay;
 
 use crate::check::{self, Report};
 use crate::decisions::{Decision, Mode, Source};
@@ -48,6 +54,7 @@ use kubehops_core::dataplane::iptables::{TableName, Target};
 use kubehops_core::dataplane::nftables;
 use kubehops_core::dataplane::rules::RuleTable;
 use kubehops_core::dataplane::netfilter::Entry;
+use kubehops_core::dataplane::overlay::{PodNetwork, Wrapped};
 use kubehops_core::net::{Packet, Protocol, SockAddr};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::net::Ipv4Addr;
@@ -58,6 +65,8 @@ pub struct ScenarioReplay {
     pub scenario: String,
     /// The mode kube-proxy ran in (the scenario's `mode`).
     pub mode: ProxyMode,
+    /// The Pod network the scenario was built with (`network=`).
+    pub network: PodNetwork,
     pub dataplane: DataplaneSpec,
     pub connections: Vec<Connection>,
 }
@@ -90,6 +99,21 @@ pub struct Connection {
     pub end: End,
     /// How many of the scenario's hops the replay covers.
     pub packet_hops: usize,
+    /// The hops the Pod network carries wrapped (a VXLAN overlay's), in order.
+    pub wrapped: Vec<WrappedHop>,
+    /// The packets of hops that stay on one node, never wrapped.
+    pub same_node: Vec<Packet>,
+}
+
+/// A hop of a connection the Pod network wraps: `PacketHop::tunnel`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WrappedHop {
+    /// The node whose device wraps it, and the one that unwraps it.
+    pub from: String,
+    pub to: String,
+    /// On the way back (the answer).
+    pub reply: bool,
+    pub wrapped: Wrapped,
 }
 
 impl Connection {
@@ -162,6 +186,12 @@ pub fn connections(modes: &[ProxyMode]) -> Result<(Vec<ScenarioReplay>, Vec<Cove
     adapter::replays(modes)
 }
 
+/// The same cases built with flannel's VXLAN overlay as the Pod network
+/// (`network=vxlan`), with kube-proxy in `mode`.
+pub fn connections_vxlan(mode: ProxyMode) -> Result<(Vec<ScenarioReplay>, Vec<Coverage>), String> {
+    adapter::replays_on(&[mode], PodNetwork::Vxlan(Default::default()))
+}
+
 /// Addresses and servers outside the cluster the connections need.
 fn outside_of(s: &ScenarioReplay) -> (Vec<Ipv4Addr>, Vec<(Protocol, SockAddr)>) {
     let pods: BTreeSet<Ipv4Addr> = s.dataplane.pods.iter().map(|p| p.0).collect();
@@ -191,6 +221,7 @@ pub fn replay(s: &ScenarioReplay, backend: crate::kernel::Backend, report: &mut 
         Ok(p) => p,
         Err(e) => return fail_all(s, report, e),
     };
+    plan.network = s.network.clone();
     let decisions: Vec<Option<Decision>> = s.connections.iter().map(|c| split_decision(&plan, c)).collect();
     for d in decisions.iter().flatten() {
         if let Err(e) = plan.add_source(d) {
@@ -207,10 +238,19 @@ pub fn replay(s: &ScenarioReplay, backend: crate::kernel::Backend, report: &mut 
             return fail_all(s, report, format!("cannot build the cluster with {with}: {e}"));
         }
     };
+    // Under an overlay, the fabric's traffic is captured for the whole
+    // data plane, and each connection's frames are told apart by marks.
+    let mut capture = match &s.network {
+        PodNetwork::Routed => None,
+        PodNetwork::Vxlan(_) => match overlay::Capture::start(&topo) {
+            Ok(k) => Some(k),
+            Err(e) => return fail_all(s, report, format!("cannot capture the underlay: {e}")),
+        },
+    };
     for (c, d) in s.connections.iter().zip(&decisions) {
         let n = decisions_of(c);
         report.decisions += n;
-        if let Err(e) = replay_connection(&topo, c, report) {
+        if let Err(e) = replay_connection(&topo, c, report, capture.as_mut()) {
             report.failed += n;
             report.failures.push(format!("{} / {}: {e}", s.dataplane.name, c.what));
         }
@@ -324,7 +364,7 @@ fn pick_probability(plan: &Plan, c: &Connection) -> Result<f64, String> {
     Ok(p)
 }
 
-fn replay_connection(topo: &Topology, c: &Connection, report: &mut Report) -> Result<(), String> {
+fn replay_connection(topo: &Topology, c: &Connection, report: &mut Report, mut capture: Option<&mut overlay::Capture>) -> Result<(), String> {
     check_lines(&topo.plan, c)?;
     let ns = client_ns(topo, c)?;
     let attempts = stats::attempts_for(pick_probability(&topo.plan, c)?);
@@ -340,9 +380,17 @@ fn replay_connection(topo: &Topology, c: &Connection, report: &mut Report) -> Re
     let result = (|| {
         for _ in 0..attempts {
             topo.reset()?;
+            let start = capture.as_deref_mut().map(|k| k.mark(topo)).transpose()?;
             let conn = wire::probe(ns, c.proto(), c.sent.src, c.sent.dst)?;
             report.connections += 1;
             if let Some(done) = judge(topo, c, &conn.outcome)? {
+                // The kernel took the scenario's picks: its frames on the
+                // underlay against the model's tunnels (while the
+                // connection is still open, so nothing of its close).
+                if let (Some(k), Some(start), Ok(())) = (capture.as_deref_mut(), start, &done) {
+                    let end = k.mark(topo)?;
+                    return k.check(topo, c, start, end, &mut report.overlay);
+                }
                 return done;
             }
         }
