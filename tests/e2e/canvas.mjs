@@ -32,7 +32,7 @@ function check(cond, msg) { if (!cond) throw new Error(msg); }
 const SCENARIOS = { 'nodeport-loadbalancer': 5, 'service-types': 3, 'local-lab': 10 };
 // [name, width, height, embed, present, smallest px]
 const SIZES = [
-  ['embed 480×360', 480, 360, true, false, 11],
+  ['embed 480×360', 480, 360, true, false, 12],
   ['embed 720×560', 720, 560, true, false, 12],
   ['embed 1280×720', 1280, 720, true, false, 12],
   ['page 720×900', 720, 900, false, false, 12],

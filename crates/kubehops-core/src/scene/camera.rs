@@ -22,11 +22,9 @@ pub struct Viewport {
     pub min_px: f64,
 }
 
-/// The smallest canvas text, in CSS pixels, on a page or in an embed.
+/// The smallest canvas text, in CSS pixels, on a page or in an embed of
+/// any size (a phone, a 480-pixel embed: there the camera shows less).
 pub const MIN_PX: f64 = 12.0;
-/// The same in a frame narrower than [`SMALL_W`] (a phone, a 480-pixel embed).
-pub const MIN_PX_SMALL: f64 = 11.0;
-pub const SMALL_W: f64 = 560.0;
 /// The same while presenting, at 1080 pixels of screen height.
 pub const MIN_PX_PRESENT: f64 = 24.0;
 
@@ -34,7 +32,7 @@ impl Viewport {
     /// A frame on a page or in an embed.
     pub fn new(width: f64, height: f64) -> Viewport {
         let (width, height) = (sane(width), sane(height));
-        Viewport { width, height, min_px: if width < SMALL_W { MIN_PX_SMALL } else { MIN_PX } }
+        Viewport { width, height, min_px: MIN_PX }
     }
 
     /// A frame while presenting on a screen `screen_h` pixels high: the
@@ -174,7 +172,7 @@ mod tests {
     fn presenting_asks_more_on_a_bigger_screen() {
         assert_eq!(Viewport::presenting(1920.0, 900.0, 1080.0).min_px, 24.0);
         assert_eq!(Viewport::presenting(3840.0, 1800.0, 2160.0).min_px, 48.0);
-        assert_eq!(Viewport::new(480.0, 200.0).min_px, 11.0);
+        assert_eq!(Viewport::new(480.0, 200.0).min_px, 12.0, "a small frame shows less, never smaller");
         assert_eq!(Viewport::new(f64::NAN, -3.0).width, 1.0);
     }
 
