@@ -384,9 +384,7 @@ fn Animation() -> impl IntoView {
 /// one.
 #[component]
 fn Later(children: ChildrenFn) -> impl IntoView {
-    let ready = RwSignal::new(false);
-    crate::after_shown(move || { let _ = ready.try_set(true); });
-    move || ready.get().then(|| children())
+    drawn_when(crate::after_shown, children)
 }
 
 /// Its children, drawn in a task of their own while the page is built
@@ -394,8 +392,13 @@ fn Later(children: ChildrenFn) -> impl IntoView {
 /// of what the first frame shows, so none of the start-up tasks is long.
 #[component]
 pub fn Stage(children: ChildrenFn) -> impl IntoView {
+    drawn_when(crate::staged, children)
+}
+
+/// `children`, drawn when `schedule` runs the work it is handed.
+fn drawn_when(schedule: fn(Box<dyn FnOnce()>), children: ChildrenFn) -> impl IntoView {
     let ready = RwSignal::new(false);
-    crate::staged(move || { let _ = ready.try_set(true); });
+    schedule(Box::new(move || { let _ = ready.try_set(true); }));
     move || ready.get().then(|| children())
 }
 

@@ -63,18 +63,19 @@ pub fn ManifestEditor(editing: RwSignal<bool>) -> impl IntoView {
         }
     };
     let refused_lines = Memo::new(move |_| player.refusal.with(|r| r.as_ref().map(|r| r.lines()).unwrap_or_default()));
-    // Line counts, so a keystroke that adds no line redraws no number.
-    let lines = Memo::new(move |_| draft.with(|d| d.lines().count()));
-    let numbered = Memo::new(move |_| draft.with(|d| d.lines().count().max(1) + usize::from(d.ends_with('\n'))));
+    // The draft's lines, and whether it ends in a new one: a keystroke
+    // that adds no line redraws no number.
+    let lines = Memo::new(move |_| draft.with(|d| (d.lines().count(), d.ends_with('\n'))));
     let gutter = move || {
-        let n = numbered.get();
+        let (count, open) = lines.get();
+        let n = count.max(1) + usize::from(open);
         let bad = refused_lines.get();
         (1..=n).map(|i| {
             let marked = bad.contains(&i);
             view! { <span class="kh-ln" class:bad=marked>{if marked { format!("! {i}") } else { i.to_string() }}"\n"</span> }
         }).collect_view()
     };
-    let rows = move || lines.get() + 2;
+    let rows = move || lines.get().0 + 2;
     view! {
         <div class="kh-editor">
             <p class="kh-sub" id="kh-editor-help">
