@@ -43,6 +43,7 @@ fn params_of(s: &Scenario) -> String {
 }
 
 #[test]
+#[cfg_attr(debug_assertions, ignore = "slow in a debug build: scripts/test runs it optimised (--profile sweep)")]
 fn the_rule_a_hop_matched_is_on_its_nodes_card_while_the_hop_plays() {
     let mut checked = 0;
     for s in all() {
@@ -78,6 +79,7 @@ fn the_rule_a_hop_matched_is_on_its_nodes_card_while_the_hop_plays() {
 }
 
 #[test]
+#[cfg_attr(debug_assertions, ignore = "slow in a debug build: scripts/test runs it optimised (--profile sweep)")]
 fn a_nodes_card_summarises_exactly_the_service_lines_of_its_rules_panel() {
     for s in all() {
         for (k, st) in s.steps.iter().enumerate() {
@@ -99,6 +101,7 @@ fn a_nodes_card_summarises_exactly_the_service_lines_of_its_rules_panel() {
 }
 
 #[test]
+#[cfg_attr(debug_assertions, ignore = "slow in a debug build: scripts/test runs it optimised (--profile sweep)")]
 fn no_step_ends_on_a_what_if_hop() {
     for s in all() {
         for (k, st) in s.steps.iter().enumerate() {
@@ -143,6 +146,7 @@ fn around(t: &str, at: usize) -> &str {
 }
 
 #[test]
+#[cfg_attr(debug_assertions, ignore = "slow in a debug build: scripts/test runs it optimised (--profile sweep)")]
 fn every_sentence_ends_with_one_full_stop() {
     assert_eq!(doubled_stop("A? web.default.svc.cluster.local."), None);
     assert_eq!(doubled_stop("wait... and … go"), None);

@@ -73,7 +73,7 @@ fn link(s: &Scenario) -> String {
 // Thousands of states: run in release (`scripts/test` does), skipped by a
 // debug `cargo test`, where it would take many minutes.
 #[test]
-#[cfg_attr(debug_assertions, ignore = "slow in a debug build: scripts/test runs it with --release")]
+#[cfg_attr(debug_assertions, ignore = "slow in a debug build: scripts/test runs it optimised (--profile sweep)")]
 fn every_state_draws_legibly_and_without_collisions() {
     let all = builds();
     let vps = viewports();

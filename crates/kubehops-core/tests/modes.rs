@@ -58,6 +58,7 @@ fn check(jobs: &[(&kubehops_core::scenarios::Entry, Params)]) -> Counts {
 }
 
 #[test]
+#[cfg_attr(debug_assertions, ignore = "slow in a debug build: scripts/test runs it optimised (--profile sweep)")]
 fn both_modes_send_every_packet_the_same_way() {
     let jobs: Vec<(&kubehops_core::scenarios::Entry, Params)> = REGISTRY
         .iter()

@@ -210,7 +210,7 @@ fn check(jobs: &[(&Entry, Params)]) -> Counts {
 }
 
 #[test]
-#[cfg_attr(debug_assertions, ignore = "slow in a debug build: scripts/test runs it with --release")]
+#[cfg_attr(debug_assertions, ignore = "slow in a debug build: scripts/test runs it optimised (--profile sweep)")]
 fn the_overlay_wraps_only_pod_traffic_between_nodes_and_changes_no_packet() {
     let jobs: Vec<(&Entry, Params)> = REGISTRY
         .iter()

@@ -396,6 +396,7 @@ fn check_snapshots(s: &Scenario) {
 }
 
 #[test]
+#[cfg_attr(debug_assertions, ignore = "slow in a debug build: scripts/test runs it optimised (--profile sweep)")]
 fn every_scenario_and_parameter_combination_obeys_the_model_and_draws_cleanly() {
     let all = all_scenarios();
     // One layout per scenario and set of actors: parameters may move a

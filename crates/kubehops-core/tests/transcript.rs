@@ -82,6 +82,7 @@ fn check_transcript(s: &Scenario) {
 }
 
 #[test]
+#[cfg_attr(debug_assertions, ignore = "slow in a debug build: scripts/test runs it optimised (--profile sweep)")]
 fn the_transcript_matches_every_scenario_in_every_combination() {
     let all = all_scenarios();
     assert!(all.len() > REGISTRY.len(), "combinations were built");
@@ -92,6 +93,7 @@ fn the_transcript_matches_every_scenario_in_every_combination() {
 }
 
 #[test]
+#[cfg_attr(debug_assertions, ignore = "slow in a debug build: scripts/test runs it optimised (--profile sweep)")]
 fn every_frame_has_a_label_and_every_hop_an_announcement() {
     for e in REGISTRY {
         let s = build_default(e.id).expect("builds");
