@@ -10,7 +10,7 @@ use crate::panels::{Comparison, Evidence, HopDetail, KubectlPanel, Legend, Manif
 use crate::player::Player;
 use crate::read::{LiveRegion, PrintTranscript, ReadTools, TranscriptPage};
 use kubehops_core::link::Mode;
-use kubehops_core::scenarios::{Params, Scenario, Step, REGISTRY};
+use kubehops_core::scenarios::{Scenario, Step, CATALOG};
 use kubehops_core::scene::{frame, Frame, Layout, Moment};
 use leptos::ev;
 use leptos::prelude::*;
@@ -150,7 +150,8 @@ impl Target {
 
 #[component]
 pub fn App() -> impl IntoView {
-    let player = Player::new(REGISTRY[0].id, Params::default(), prefers_reduced_motion());
+    let (id, params) = crate::player::named_by(&window().location().hash().unwrap_or_default());
+    let player = Player::new(&id, params, prefers_reduced_motion());
     let ctx = provide_ctx(player);
     player.use_worker();
     crate::read::provide_reading();
@@ -303,8 +304,9 @@ fn Page(frame: Memo<Frame>) -> impl IntoView {
             data-playing=move || player.playing.get().to_string()
             data-view=move || player.view.get().as_str()
             // A control's choice is shown at once and applied a frame later
-            // (`Player::choose`): until then the page is being updated.
-            aria-busy=move || player.chosen.with(|c| !c.is_empty()).then_some("true")
+            // (`Player::choose`), and a new scenario comes from the worker:
+            // until then the page is being updated.
+            aria-busy=move || player.busy().then_some("true")
         >
             <header class="kh-head">
                 <p class="kh-brand">"KubeHops"</p>
@@ -418,7 +420,7 @@ fn ScenarioNav() -> impl IntoView {
     view! {
         <nav class="kh-nav" aria-label="Scenarios">
             <ul>
-                {REGISTRY
+                {CATALOG
                     .iter()
                     .map(|e| {
                         let id = e.id;

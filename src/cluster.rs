@@ -31,8 +31,8 @@ pub type ClusterRead = Option<Result<Arc<Cluster>, String>>;
 /// cluster" with objects read, those of the cluster (its Services and clients).
 pub fn specs_for(id: &str, cluster: &ClusterRead) -> Vec<ParamSpec> {
     match cluster {
-        Some(Ok(c)) if id == your_cluster::ENTRY.id => c.specs.clone(),
-        _ => scenarios::entry(id).map(|e| (e.params)()).unwrap_or_default(),
+        Some(Ok(c)) if id == your_cluster::ID => c.specs.clone(),
+        _ => scenarios::about(id).map(|e| (e.params)()).unwrap_or_default(),
     }
 }
 
@@ -233,7 +233,7 @@ fn ReaderStatus() -> impl IntoView {
     move || match p.reader.get() {
         Status::Idle => None,
         Status::Starting => Some(view! {
-            <p class="kh-paste-status" role="status" data-testid="paste-status">"Loading kubehops's reader (a part of the page that is fetched only when a cluster is pasted)…"</p>
+            <p class="kh-paste-status" role="status" data-testid="paste-status">"Loading kubehops's reader (a part of the page fetched after the page itself)…"</p>
         }.into_any()),
         Status::Working => Some(view! {
             <p class="kh-paste-status" role="status" data-testid="paste-status">
@@ -255,6 +255,6 @@ fn ReaderStatus() -> impl IntoView {
 #[component]
 pub fn IfYourCluster() -> impl IntoView {
     let p = expect_context::<Ctx>().player;
-    let here = Memo::new(move |_| p.scenario_id.get() == your_cluster::ENTRY.id);
+    let here = Memo::new(move |_| p.scenario_id.get() == your_cluster::ID);
     move || here.get().then(|| view! { <PastePanel/> })
 }

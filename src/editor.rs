@@ -116,13 +116,13 @@ fn EditStatus(draft: RwSignal<String>) -> impl IntoView {
     let player = expect_context::<Ctx>().player;
     let link_note = Memo::new(move |_| draft.with(|d| compact::pack(d).err().map(|e| format!("{e} It is kept on this page only; the link shows the last state that fits."))));
     let status = move || match player.refusal.get() {
-        _ if player.checking.get() => match player.reader.get() {
+        _ if player.checking.get() => match player.builder.get() {
             Status::Failed(why) => view! {
                 <div class="kh-refusal" role="alert">
-                    <p>{format!("kubehops's reader stopped: {why}. Your text is kept; type again to retry.")}</p>
+                    <p>{format!("kubehops's model stopped: {why}. Your text is kept; type again to retry.")}</p>
                 </div>
             }.into_any(),
-            Status::Starting => view! { <p class="kh-checking">"Loading kubehops's reader (fetched the first time a Service is typed)…"</p> }.into_any(),
+            Status::Starting => view! { <p class="kh-checking">"Loading kubehops's model (a part of the page fetched after the page itself)…"</p> }.into_any(),
             _ => view! { <p class="kh-checking">"Checking it as the API server would…"</p> }.into_any(),
         },
         Some(r) => view! {

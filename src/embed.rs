@@ -139,6 +139,22 @@ fn send(parent: &web_sys::Window, display: &Display, event: &Event) {
     }
 }
 
+/// Opens the state a `kubehops:set` resolved to, and plays on from there
+/// or pauses, as it asked.
+fn apply_set(player: Player, target: &link::Link, play: Option<bool>) {
+    player.apply_link(&link::format(target));
+    match play {
+        Some(true) => {
+            player.continuous.set(true);
+            if !player.playing.get_untracked() {
+                player.toggle();
+            }
+        }
+        Some(false) => player.playing.set(false),
+        None => {}
+    }
+}
+
 /// The host protocol and the height message, when framed.
 pub fn connect_host(player: Player) {
     let Some(parent) = parent() else { return };
@@ -162,22 +178,24 @@ pub fn connect_host(player: Player) {
                 None
             }
             Command::Set(set) => {
-                let current = link::parse(&untrack(|| player.link_hash())).link;
-                match protocol::resolve(&set, &current, |id, p| kubehops_core::scenarios::build(id, p).map_or(0, |s| s.steps.len())) {
+                // Applied once the page has the scenario it asks for (the
+                // worker may build it first), and answered then.
+                let current = untrack(|| player.link());
+                match protocol::resolve(&set, &current, |_, _| usize::MAX) {
                     Err(msg) => Some(Event::Error(req.id.clone(), msg)),
-                    Ok((target, play)) => {
-                        player.open_link(&link::format(&target));
-                        match play {
-                            Some(true) => {
-                                player.continuous.set(true);
-                                if !player.playing.get_untracked() {
-                                    player.toggle();
+                    Ok((target, _)) => {
+                        let (origin, parent, id) = (e.origin(), p2.clone(), req.id.clone());
+                        player.when_built(target.scenario, target.params, move || {
+                            let event = match protocol::resolve(&set, &current, |id, p| player.known_steps(id, p).unwrap_or(usize::MAX)) {
+                                Err(msg) => Event::Error(id, msg),
+                                Ok((target, play)) => {
+                                    apply_set(player, &target, play);
+                                    Event::State(id, untrack(|| state(player)))
                                 }
-                            }
-                            Some(false) => player.playing.set(false),
-                            None => {}
-                        }
-                        None
+                            };
+                            let _ = parent.post_message(&to_js(&event.data()), &origin);
+                        });
+                        return;
                     }
                 }
             }
@@ -255,6 +273,7 @@ pub fn EmbedPage() -> impl IntoView {
             data-step=crate::app::shown_step(p)
             data-playing=move || p.playing.get().to_string()
             data-controls=move || mode().as_str()
+            aria-busy=move || p.busy().then_some("true")
         >
             <Notices/>
             <section class="kh-stage kh-embed-stage" aria-label="Animation">
@@ -298,7 +317,7 @@ pub fn EmbedButton() -> impl IntoView {
     let snippet = RwSignal::new(String::new());
     let status = RwSignal::new("");
     let open = move |_| {
-        let mut l = link::parse(&untrack(|| p.link_hash())).link;
+        let mut l = untrack(|| p.link());
         l.display = p.display.get_untracked().for_embed();
         let page = window().location().href().unwrap_or_default();
         let title = p.scenario.with_untracked(|s| s.title.clone());

@@ -20,25 +20,42 @@ use leptos::prelude::{ArcRwSignal, GetUntracked, Set};
 fn main() {
     // Start-up in tasks of their own, so none blocks the page for long:
     // the wasm's instantiation ends this one; the next reads the canvas
-    // size off the first frame and builds the scenario the link names;
+    // size off the first frame and the scenario the link names;
     // the next mounts the page's frame, hidden behind the first frame;
     // each part of the page the first frame shows is then drawn in a task
     // of its own (`staged`), and the first frame gives way to the whole
     // in the task after the last (`show`); the panels beside and below
     // the canvas come after that (`after_shown`).
-    // The opening state the page fetched as data, if it did, is read
-    // instead of built (`opening`); its fetch started before the wasm's.
+    // The page builds no scenario: the opening state it fetched as data
+    // (`opening`; its fetch started before the wasm's) is read, and any
+    // other state the link names is built by the worker first.
     wasm_bindgen_futures::spawn_local(async {
         let opening = opening::fetched().await;
         then(move || {
             canvas::remember_first_frame_size();
-            player::prebuild(&leptos::prelude::window().location().hash().unwrap_or_default(), opening);
-            then(|| {
-                leptos::mount::mount_to_body(app::App);
-                then(next_stage);
-            });
+            let (id, params) = player::named_by(&leptos::prelude::window().location().hash().unwrap_or_default());
+            match opening.and_then(|o| o.scenario_for(&id, &params)) {
+                Some(s) => {
+                    player::open_with(player::Answered::of(&id, &params, s));
+                    then(mount);
+                }
+                // Without it (the worker did not start) the page opens
+                // with nothing to show, and says why.
+                None => worker::build_first(id, params, |built| {
+                    if let Some(b) = built {
+                        player::open_with(player::Answered::from_worker(b));
+                    }
+                    then(mount);
+                }),
+            }
         });
     });
+}
+
+/// Draws the page behind the first frame, part by part.
+fn mount() {
+    leptos::mount::mount_to_body(app::App);
+    then(next_stage);
 }
 
 type Work = Box<dyn FnOnce()>;

@@ -6,7 +6,8 @@
 //! At start-up the app reads it instead of building the scenario on the
 //! main thread, where a build runs in the wasm's first, unoptimised code.
 //! It is taken only for the scenario and parameters it was built for (the
-//! defaults); any other link builds as before, and so does a failed fetch.
+//! defaults); any other link, or a failed fetch, waits for the worker to
+//! build its scenario (`crate::worker::build_first`).
 
 use kubehops_core::scenarios::{self, Params, Scenario};
 use wasm_bindgen::JsCast;
@@ -37,7 +38,7 @@ impl Opening {
     /// scenario with its default parameters. Timed for the e2e metrics
     /// (`tests/e2e/metrics.mjs`): a `kh-opening` performance measure.
     pub fn scenario_for(&self, id: &str, params: &Params) -> Option<Scenario> {
-        let e = scenarios::entry(id).filter(|_| id == self.id)?;
+        let e = scenarios::about(id).filter(|_| id == self.id)?;
         let specs = (e.params)();
         if params.normalized(&specs) != Params::defaults(&specs).normalized(&specs) {
             return None;

@@ -256,7 +256,7 @@ pub fn ManifestPanel() -> impl IntoView {
         })
     };
     let editing = RwSignal::new(false);
-    let editable = move || kubehops_core::scenarios::entry(&ctx.player.scenario_id.get()).is_some_and(|e| e.edit.is_some());
+    let editable = move || kubehops_core::scenarios::about(&ctx.player.scenario_id.get()).is_some_and(|e| e.editor.is_some());
     // The scenario shown, not the text typed: a refused edit leaves the last accepted one.
     let edited = move || ctx.player.scenario.with(|s| s.params.manifest().is_some());
     let toggle = NodeRef::<leptos::html::Button>::new();

@@ -2,12 +2,21 @@
 //! far its hops have played, and whether the clock runs. This is all the
 //! UI keeps; the scenario itself is derived from (id, parameters) by the
 //! core, and everything drawn is derived from it.
+//!
+//! The page builds no scenario itself: its wasm has none of the model's
+//! builders. A scenario comes from the opening data the page fetched at
+//! start-up (`crate::opening`), or from the worker (`crate::worker`),
+//! which builds one for each new (id, parameters). While the worker
+//! builds, the page keeps showing what it showed, and a link to another
+//! scenario or state is applied when its scenario is here
+//! (`Player::when_built`).
 
 use kubehops_core::embed::Display;
 use kubehops_core::link::{self, HopPos, Link, Mode};
 use kubehops_core::scenarios::{self, Params, Scenario, Value};
-use kubehops_core::worker::{Answer, Edited, Job, Kind, Paste, Refusal, Reply, MAX_PASTE_BYTES};
+use kubehops_core::worker::{Answer, Built, Job, Kind, Paste, Refusal, Reply, MAX_PASTE_BYTES};
 use leptos::prelude::*;
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
 /// Milliseconds a hop takes at normal speed.
@@ -19,72 +28,102 @@ pub const HOLD_BEATS: f64 = 3.0;
 /// (Labels are spelled out: formatting floats would add to the wasm.)
 pub const SPEEDS: [(f64, &str); 4] = [(0.5, "0.5×"), (1.0, "1×"), (1.5, "1.5×"), (2.0, "2×")];
 
-/// The first scenario of the registry, shown when a link names none.
+/// The first scenario of the catalog, shown when a link names none.
 fn default_id() -> String {
-    scenarios::REGISTRY.first().map_or_else(String::new, |e| e.id.to_string())
+    scenarios::CATALOG.first().map_or_else(String::new, |e| e.id.to_string())
 }
+
+/// A scenario handed to the page for (id, parameters): the worker's build,
+/// or the opening data read at start-up. The scenario is shared, so the
+/// memos that hand it on never copy it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answered {
+    pub id: String,
+    pub params: Params,
+    /// `None` while a typed Service is refused (or the scenario is
+    /// unknown): the page keeps the last scenario it showed.
+    pub scenario: Option<Arc<Scenario>>,
+    pub refusal: Option<Refusal>,
+}
+
+impl Answered {
+    /// The worker's answer to a build.
+    pub fn from_worker(b: Built) -> Answered {
+        Answered { id: b.id, params: b.params, scenario: b.scenario.map(Arc::new), refusal: b.refusal }
+    }
+
+    /// A scenario read or built for (id, parameters).
+    pub fn of(id: &str, params: &Params, s: Scenario) -> Answered {
+        Answered { id: id.to_string(), params: params.clone(), scenario: Some(Arc::new(s)), refusal: None }
+    }
+
+    pub fn is_for(&self, id: &str, params: &Params) -> bool {
+        self.id == id && &self.params == params
+    }
+
+    /// The number of steps it shows, when it shows a scenario.
+    fn steps(&self) -> Option<usize> {
+        self.scenario.as_ref().map(|s| s.steps.len())
+    }
+}
+
+/// Builds a scenario in the page's own thread: only the player's tests
+/// set it (their binary has the builders; the app's wasm has none).
+pub type BuildHere = fn(&str, &Params) -> Option<Scenario>;
 
 thread_local! {
-    /// A scenario built while a link was read (to count its steps), kept
-    /// for the scenario memo, which would otherwise build the same one
-    /// again: start-up builds once, not twice. Taken, never cloned.
-    static PREBUILT: std::cell::RefCell<Option<(String, Params, Built)>> = const { std::cell::RefCell::new(None) };
+    /// What start-up was handed for the link it opened (the opening data,
+    /// or the worker's first answer): the player starts from it.
+    static OPENED: RefCell<Option<Answered>> = const { RefCell::new(None) };
+    static BUILD_HERE: Cell<Option<BuildHere>> = const { Cell::new(None) };
+    /// What waits for the scenario the worker was last asked for
+    /// (`Player::when_built`): its (id, parameters), and what to do then.
+    static WAITING: RefCell<Option<(String, Params, Box<dyn FnOnce()>)>> = RefCell::new(None);
 }
 
-/// What the app shows for a scenario and its parameters: the scenario
-/// (with the typed Service in place of its own, once the worker admitted
-/// it), or why the typed one was refused.
+/// Hands start-up's scenario to the player the app makes next.
+pub fn open_with(a: Answered) {
+    OPENED.with(|o| *o.borrow_mut() = Some(a));
+}
+
+/// For tests: builds scenarios on the page's thread with `f`.
+#[cfg(test)]
+pub fn build_here(f: BuildHere) {
+    BUILD_HERE.with(|b| b.set(Some(f)));
+}
+
+/// What the app shows for a scenario and its parameters: the scenario,
+/// or why the typed Service is not shown; `scenario` is `None` while the
+/// worker builds (or refused the typed Service).
 #[derive(Clone, Debug, PartialEq)]
-struct Built {
-    /// `None` while a typed Service is refused or still being read: the
-    /// scenario memo keeps the last scenario it showed. Shared, so the
-    /// memos that hand it on never copy a whole scenario.
+struct Shown {
     scenario: Option<Arc<Scenario>>,
     refusal: Option<Refusal>,
 }
 
-/// Whether these parameters carry a typed Service for scenario `id`: it is
-/// then read, admitted and built in the worker, not here.
+/// Whether these parameters carry a typed Service for scenario `id`.
 fn typed(id: &str, p: &Params) -> bool {
-    scenarios::entry(id).is_some_and(|e| e.edit.is_some() && p.normalized(&(e.params)()).manifest().is_some())
+    scenarios::about(id).is_some_and(|e| e.editor.is_some() && p.normalized(&(e.params)()).manifest().is_some())
 }
 
-/// The scenario for (id, parameters). "Your cluster" with a cluster read
-/// is the worker's build of it; a typed Service is the worker's answer
-/// (`edited`) when it is for these very parameters, else nothing yet.
-fn build(id: &str, params: &Params, cluster: &crate::cluster::ClusterRead, edited: &Option<Arc<Edited>>) -> Built {
-    if let (true, Some(Ok(c))) = (id == scenarios::your_cluster::ENTRY.id, cluster) {
-        return Built { scenario: Some(Arc::new(c.scenario.clone())), refusal: None };
+/// The scenario for (id, parameters): "Your cluster" with a cluster read
+/// is the worker's build of it; any other is the worker's newest answer
+/// when it is for these very parameters, else nothing yet.
+fn shown_for(id: &str, params: &Params, cluster: &crate::cluster::ClusterRead, answer: &Option<Arc<Answered>>) -> Shown {
+    if let (true, Some(Ok(c))) = (id == scenarios::your_cluster::ID, cluster) {
+        return Shown { scenario: Some(Arc::new(c.scenario.clone())), refusal: None };
     }
-    if typed(id, params) {
-        return match edited {
-            Some(e) if e.id == id && &e.params == params => Built { scenario: e.scenario.clone().map(Arc::new), refusal: e.refusal.clone() },
-            _ => Built { scenario: None, refusal: None },
-        };
+    match answer {
+        Some(a) if a.is_for(id, params) => Shown { scenario: a.scenario.clone(), refusal: a.refusal.clone() },
+        _ => match BUILD_HERE.with(Cell::get).and_then(|f| f(id, params)) {
+            Some(s) => Shown { scenario: Some(Arc::new(s)), refusal: None },
+            None => Shown { scenario: None, refusal: None },
+        },
     }
-    let kept = PREBUILT.with(|c| {
-        let mut c = c.borrow_mut();
-        let same = c.as_ref().is_some_and(|(i, p, _)| i == id && p == params);
-        if same {
-            c.take().map(|(_, _, s)| s)
-        } else {
-            None
-        }
-    });
-    if let Some(s) = kept {
-        return s;
-    }
-    // Timed for the e2e metrics (tests/e2e/metrics.mjs).
-    let s = measured("kh-build", || {
-        scenarios::build(id, params)
-            .or_else(|| scenarios::build(&default_id(), &Params::default()))
-            .unwrap_or_else(|| (scenarios::REGISTRY[0].build)(&Params::default()))
-    });
-    Built { scenario: Some(Arc::new(s)), refusal: None }
 }
 
 /// Runs `f` inside a performance measure named `name`, for the e2e
-/// metrics to read (`kh-build`, `kh-opening`).
+/// metrics to read (`kh-opening`).
 pub fn measured<T>(name: &str, f: impl FnOnce() -> T) -> T {
     let perf = web_sys::window().and_then(|w| w.performance());
     let start = format!("{name}-start");
@@ -98,38 +137,23 @@ pub fn measured<T>(name: &str, f: impl FnOnce() -> T) -> T {
     out
 }
 
-/// Builds the scenario a link names, ahead of the app (start-up builds it
-/// in a task of its own, before the page is drawn): the app's first build
-/// of the same (id, parameters) then takes it from `PREBUILT`.
-/// The opening state the page fetched, when it is for the link's
-/// scenario and parameters, stands in for the build.
-pub fn prebuild(hash: &str, opening: Option<crate::opening::Opening>) {
-    let opening = std::cell::Cell::new(opening);
-    let _ = link::parse_with(hash, scenarios::REGISTRY, |id, p| match opening.take().and_then(|o| o.scenario_for(id, p)) {
-        Some(s) => keep(id, p, Built { scenario: Some(Arc::new(s)), refusal: None }),
-        None => build_and_keep(id, p),
-    });
+/// The scenario and parameters a link names (or the first scenario's,
+/// for a link that names none).
+pub fn named_by(hash: &str) -> (String, Params) {
+    let l = link::parse_with(hash, scenarios::CATALOG, |_, _| usize::MAX).link;
+    if l.scenario.is_empty() {
+        (default_id(), Params::default())
+    } else {
+        (l.scenario, l.params)
+    }
 }
 
-/// Builds (id, parameters) and keeps the result in `PREBUILT` for the
-/// scenario memo; the number of steps, for reading a link.
-fn build_and_keep(id: &str, p: &Params) -> usize {
-    keep(id, p, build(id, p, &None, &None))
-}
-
-/// Keeps what (id, parameters) built in `PREBUILT`; its number of steps.
-/// A refused typed Service shows the scenario's own steps.
-fn keep(id: &str, p: &Params, b: Built) -> usize {
-    let n = b.scenario.as_ref().map_or_else(|| without_edit(id, p).steps.len(), |s| s.steps.len());
-    PREBUILT.with(|c| *c.borrow_mut() = Some((id.to_string(), p.clone(), b)));
-    n
-}
-
-/// The scenario's own, when a typed Service was refused and nothing was
-/// shown before.
-fn without_edit(id: &str, params: &Params) -> Arc<Scenario> {
-    let own = params.clone().with("manifest", Value::Manifest(String::new()));
-    build(id, &own, &None, &None).scenario.unwrap_or_else(|| Arc::new((scenarios::REGISTRY[0].build)(&Params::default())))
+/// A scenario to show when there is none at all: start-up could get
+/// none for the link (its worker did not start), so the page says so over
+/// an empty picture rather than showing nothing.
+fn nothing(id: &str, params: &Params) -> Arc<Scenario> {
+    let title = scenarios::about(id).map_or("KubeHops", |e| e.title);
+    Arc::new(Scenario { id: id.to_string(), title: title.to_string(), params: params.clone(), actors: Vec::new(), steps: Vec::new(), demos: Vec::new(), comparison: None, what_if: None, actions: Vec::new() })
 }
 
 /// Whether the scenario memo's new value is another scenario: the same
@@ -146,8 +170,9 @@ pub struct Player {
     pub scenario_id: RwSignal<String>,
     /// The parameters as the user set them; the scenario normalizes them.
     pub params: RwSignal<Params>,
-    /// The scenario shown: the one built, or, while a typed Service is
-    /// refused, the last one shown (the canvas keeps the last valid state).
+    /// The scenario shown: the one built, or, while the worker builds or
+    /// a typed Service is refused, the last one shown (the canvas keeps the
+    /// last valid state).
     pub scenario: Memo<Arc<Scenario>>,
     /// Why the typed Service is not shown, if it is not.
     pub refusal: Memo<Option<Refusal>>,
@@ -177,18 +202,28 @@ pub struct Player {
     /// What the reader made of it: the worker's newest answer
     /// (`crate::worker`), with "Your cluster" built for the parameters.
     pub cluster: RwSignal<crate::cluster::ClusterRead>,
-    /// Where the worker's reading and building stands.
+    /// Where the worker's reading of a paste stands.
     pub reader: RwSignal<crate::worker::Status>,
+    /// Where the worker's building of a scenario stands.
+    pub builder: RwSignal<crate::worker::Status>,
     /// Whether the request in flight is a rebuild for new parameters (the
     /// step then plays again when its answer comes), not a new paste.
     rebuilding: StoredValue<bool>,
-    /// The worker's newest answer for a typed Service.
-    edited: RwSignal<Option<Arc<Edited>>>,
-    /// Whether a Service was typed whose answer is still to come: when it
-    /// comes, an admitted Service plays the current step again.
-    replay_edit: StoredValue<bool>,
+    /// The worker's newest scenario (or start-up's).
+    answer: RwSignal<Option<Arc<Answered>>>,
+    /// The worker's newest build of a scenario in its other kube-proxy
+    /// mode (the transcript's "Both kube-proxy modes").
+    pub other_mode: RwSignal<Option<Arc<Answered>>>,
+    /// The step to play again when the scenario for new parameters comes
+    /// (a typed Service only if it is admitted).
+    replay: StoredValue<Option<usize>>,
+    /// Whether the scenario for the scenario and parameters set is still
+    /// to come from the worker.
+    pub pending: Memo<bool>,
     /// Whether the typed Service is still being read and admitted.
     pub checking: Memo<bool>,
+    /// Whether a link waits for its scenario (`when_built`).
+    waiting: RwSignal<bool>,
     /// What the controls asked for and is not applied yet (`choose`): the
     /// controls show it at once, the page is `aria-busy` until it is applied.
     pub chosen: RwSignal<Vec<Chosen>>,
@@ -210,33 +245,27 @@ impl Player {
         let pasted = RwSignal::new(String::new());
         let pasted_name = RwSignal::new("STDIN".to_string());
         let cluster = RwSignal::new(None);
-        let edited: RwSignal<Option<Arc<Edited>>> = RwSignal::new(None);
-        // What the core built for (id, parameters), with a typed Service's
-        // refusal. Only "Your cluster" depends on the paste, and only a
-        // typed Service on the worker's answer for it.
-        let built = Memo::new(move |_| {
+        let answer: RwSignal<Option<Arc<Answered>>> = RwSignal::new(OPENED.with(|o| o.borrow_mut().take()).map(Arc::new));
+        // What is shown for (id, parameters), with a typed Service's
+        // refusal. Only "Your cluster" depends on the paste.
+        let shown = Memo::new(move |_| {
             let id = scenario_id.get();
-            let c = if id == scenarios::your_cluster::ENTRY.id { cluster.get() } else { None };
-            params.with(|p| {
-                let e = if typed(&id, p) { edited.get() } else { None };
-                build(&id, p, &c, &e)
-            })
+            let c = if id == scenarios::your_cluster::ID { cluster.get() } else { None };
+            params.with(|p| answer.with(|a| shown_for(&id, p, &c, a)))
         });
-        let checking = Memo::new(move |_| {
-            let id = scenario_id.get();
-            params.with(|p| typed(&id, p) && !edited.with(|e| e.as_ref().is_some_and(|e| e.id == id && &e.params == p)))
-        });
+        let pending = Memo::new(move |_| shown.with(|s| s.scenario.is_none() && s.refusal.is_none()));
+        let checking = Memo::new(move |_| pending.get() && params.with(|p| typed(&scenario_id.get(), p)));
         let scenario = Memo::new_with_compare(
             move |prev: Option<&Arc<Scenario>>| {
-                built.with(|b| match (&b.scenario, prev) {
+                shown.with(|b| match (&b.scenario, prev) {
                     (Some(s), _) => s.clone(),
-                    (None, Some(last)) if last.id == scenario_id.get_untracked() => last.clone(),
-                    (None, _) => params.with_untracked(|p| without_edit(&scenario_id.get_untracked(), p)),
+                    (None, Some(last)) => last.clone(),
+                    (None, None) => params.with_untracked(|p| nothing(&scenario_id.get_untracked(), p)),
                 })
             },
             other_scenario,
         );
-        let refusal = Memo::new(move |_| built.with(|b| b.refusal.clone()));
+        let refusal = Memo::new(move |_| shown.with(|b| b.refusal.clone()));
         Player {
             scenario_id,
             params,
@@ -255,18 +284,22 @@ impl Player {
             pasted_name,
             cluster,
             reader: RwSignal::new(crate::worker::Status::Idle),
+            builder: RwSignal::new(crate::worker::Status::Idle),
             rebuilding: StoredValue::new(false),
-            edited,
-            replay_edit: StoredValue::new(false),
+            answer,
+            other_mode: RwSignal::new(None),
+            replay: StoredValue::new(None),
+            pending,
             checking,
+            waiting: RwSignal::new(false),
             chosen: RwSignal::new(Vec::new()),
         }
     }
 
     /// Hands work to the worker (`crate::worker`): each new paste, each
     /// change of parameters on "Your cluster" once a cluster is read, and
-    /// each typed Service; its newest answers become `cluster` and
-    /// `edited`. Empty text clears what was read, with no worker. (The app
+    /// each other (id, parameters) with no scenario yet, a typed Service
+    /// included; its newest answers become `cluster` and `answer`. Empty text clears what was read, with no worker. (The app
     /// calls it once, under its owner; the player's own tests have no
     /// executor for effects.)
     pub fn use_worker(self) {
@@ -291,23 +324,118 @@ impl Player {
         });
         Effect::new(move |first: Option<()>| {
             let params = p.params.get();
-            let here = p.scenario_id.get() == scenarios::your_cluster::ENTRY.id;
+            let here = p.scenario_id.get() == scenarios::your_cluster::ID;
             if first.is_none() || !here || !p.cluster.with_untracked(|c| matches!(c, Some(Ok(_)))) {
                 return;
             }
             p.rebuilding.set_value(true);
             p.send(Job::Cluster { paste: None, params });
         });
+        // Each new (id, parameters) with nothing to show yet is built.
         Effect::new(move |_| {
             let (id, params) = (p.scenario_id.get(), p.params.get());
-            if p.checking.get_untracked() {
-                p.send(Job::Edit { id, params });
+            if p.pending.get_untracked() {
+                p.request(id, params);
             }
         });
+        // A scenario that cannot come (the worker stopped) is said once,
+        // with what is shown instead.
+        Effect::new(move |_| {
+            if let crate::worker::Status::Failed(why) = p.builder.get() {
+                p.notices.set(vec![format!("kubehops's model stopped: {why}. What was shown before stays; choose again, or reload the page, to retry.")]);
+            }
+        });
+        // The worker is started once the page is shown, so the first
+        // change of parameters does not wait for its wasm.
+        crate::after_shown(move || crate::worker::warm(p.builder));
     }
 
     fn send(self, job: Job) {
-        crate::worker::send(job, self.reader, move |r| self.take_reply(r));
+        let status = if job.kind() == Kind::Cluster { self.reader } else { self.builder };
+        crate::worker::send(job, status, move |r| self.take_reply(r));
+    }
+
+    /// Asks the worker for scenario `id` with `params`.
+    fn request(self, id: String, params: Params) {
+        self.send(Job::Build { id, params });
+    }
+
+    /// Asks the worker for scenario `id` with `params` in the other
+    /// kube-proxy mode, unless its newest answer is that one.
+    pub fn request_other_mode(self, id: String, params: Params) {
+        if !self.other_mode.with_untracked(|o| o.as_ref().is_some_and(|a| a.is_for(&id, &params))) {
+            self.send(Job::OtherMode { id, params });
+        }
+    }
+
+    /// The number of steps of (id, parameters), when the page has its
+    /// scenario: the one shown, or the worker's newest answer.
+    pub(crate) fn known_steps(&self, id: &str, p: &Params) -> Option<usize> {
+        let shown = !self.pending.get_untracked() && self.scenario_id.with_untracked(|i| i == id) && self.params.with_untracked(|q| q == p);
+        if shown {
+            return Some(self.n_steps());
+        }
+        if let Some(n) = self.answer.with_untracked(|a| a.as_ref().filter(|a| a.is_for(id, p)).map(|a| a.steps())) {
+            // A refused typed Service has no steps of its own to count:
+            // its step is taken as asked, and clamped to what is shown.
+            return Some(n.unwrap_or(usize::MAX));
+        }
+        BUILD_HERE.with(Cell::get).and_then(|f| f(id, p)).map(|s| s.steps.len())
+    }
+
+    /// Runs `f` once the page has the scenario for (id, parameters): at
+    /// once if it has, else when the worker's answer comes. Only the
+    /// newest wait is kept: a later link or command replaces an earlier.
+    pub fn when_built(self, id: String, params: Params, f: impl FnOnce() + 'static) {
+        if self.known_steps(&id, &params).is_some() {
+            WAITING.with(|w| w.borrow_mut().take());
+            self.waiting.set(false);
+            f();
+            return;
+        }
+        WAITING.with(|w| *w.borrow_mut() = Some((id.clone(), params.clone(), Box::new(f))));
+        self.waiting.set(true);
+        self.request(id, params);
+    }
+
+    /// Whether what is shown is about to change: a control's choice not
+    /// yet applied (`choose`), or a scenario the worker is building. The
+    /// page is `aria-busy` while it is.
+    pub fn busy(&self) -> bool {
+        self.chosen.with(|c| !c.is_empty()) || self.waiting.get() || self.pending.get()
+    }
+
+    /// The worker's scenario is here: what waited for it runs, or the step
+    /// is played again for the new parameters.
+    fn take_built(&self, a: Answered) {
+        let admitted = a.scenario.is_some();
+        // The worker answers only the newest request: an answer for other
+        // parameters than the wait's means the wait was overtaken.
+        let waiting = WAITING.with(|w| w.borrow_mut().take()).and_then(|(id, params, f)| a.is_for(&id, &params).then_some(f));
+        self.waiting.set(false);
+        self.answer.set(Some(Arc::new(a)));
+        if let Some(f) = waiting {
+            f();
+            return;
+        }
+        self.clamp_step();
+        if let Some(step) = self.replay.get_value().filter(|_| admitted && !self.pending.get_untracked()) {
+            self.replay.set_value(None);
+            self.go_to(step);
+        }
+    }
+
+    /// After the parameters changed: the step plays again now if the
+    /// scenario for them is here, else once the worker sends it.
+    fn replay_step(&self, step: usize) {
+        if self.pending.get_untracked() {
+            self.playing.set(false);
+            self.replay.set_value(Some(step));
+        } else {
+            self.replay.set_value(None);
+            self.clamp_step();
+            self.go_to(step);
+        }
     }
 
     /// The worker's answer. A cluster: what was read, and the scenario
@@ -324,15 +452,8 @@ impl Player {
                     self.go_to(self.step.get_untracked());
                 }
             }
-            Answer::Edit(e) => {
-                let admitted = e.scenario.is_some();
-                self.edited.set(Some(Arc::new(e)));
-                self.clamp_step();
-                if admitted && self.replay_edit.get_value() {
-                    self.replay_edit.set_value(false);
-                    self.go_to(self.step.get_untracked());
-                }
-            }
+            Answer::Built(b) => self.take_built(Answered::from_worker(b)),
+            Answer::OtherMode(b) => self.other_mode.set(Some(Arc::new(Answered::from_worker(b)))),
             Answer::Unreadable(_) => {}
         }
     }
@@ -533,7 +654,14 @@ impl Player {
     /// Runs `f` on the parameters the controls show: the scenario's, with
     /// what was chosen and is not applied yet (`choose`) put in, in order.
     pub fn shown<T>(&self, f: impl FnOnce(&Params) -> T) -> T {
-        let mut ps = self.scenario.with(|s| s.params.clone());
+        // While the worker builds, the parameters set (as the scenario
+        // will normalize them), not the last scenario's.
+        let mut ps = if self.pending.get() {
+            let id = self.scenario_id.get();
+            self.params.with(|p| scenarios::about(&id).map_or_else(|| p.clone(), |e| p.normalized(&(e.params)())))
+        } else {
+            self.scenario.with(|s| s.params.clone())
+        };
         self.chosen.with(|cs| {
             for c in cs {
                 if let Chosen::Param(k, v) = c {
@@ -579,8 +707,7 @@ impl Player {
             }
             p.insert(key, value);
         });
-        self.clamp_step();
-        self.go_to(if tab_change { 0 } else { self.step.get_untracked() });
+        self.replay_step(if tab_change { 0 } else { self.step.get_untracked() });
     }
 
     /// Replaces the scenario's Service with the text typed (empty: the
@@ -589,18 +716,11 @@ impl Player {
         if self.params.with_untracked(|p| p.manifest().unwrap_or("") == text) {
             return;
         }
-        let own = text.is_empty();
         self.params.update(|p| p.insert("manifest", Value::Manifest(text)));
         self.playing.set(false);
-        if own {
-            // The scenario's own Service is built here, at once.
-            self.clamp_step();
-            self.go_to(self.step.get_untracked());
-        } else {
-            // The worker reads it; if it is admitted, the step plays
-            // again then. A refused Service changes nothing shown.
-            self.replay_edit.set_value(true);
-        }
+        // The worker reads it; if it is admitted, the step plays again
+        // then. A refused Service changes nothing shown.
+        self.replay_step(self.step.get_untracked());
     }
 
     /// Applies a demo: its presets, and the step it opens.
@@ -617,19 +737,22 @@ impl Player {
             }
             p.insert("demo", Value::Choice(demo.id.clone()));
         });
-        self.clamp_step();
         self.playing.set(false);
-        self.go_to(demo.step);
+        self.replay_step(demo.step);
     }
 
     /// Applies a URL hash: `#/<scenario>/<step>[/<hop>][?key=value&…]`.
+    /// A link to a scenario or parameters the page has no scenario for
+    /// is applied when the worker has built it.
     pub fn open_link(&self, hash: &str) {
-        // The link names a scenario and step; counting its steps builds it,
-        // unless it is the scenario shown (a link to another step of it).
-        let shown = |id: &str, p: &Params| {
-            !self.checking.get_untracked() && self.scenario_id.with_untracked(|i| i == id) && self.params.with_untracked(|q| q == p)
-        };
-        let parsed = link::parse_with(hash, scenarios::REGISTRY, |id, p| if shown(id, p) { self.n_steps() } else { build_and_keep(id, p) });
+        let (id, params) = named_by(hash);
+        let (p, hash) = (*self, hash.to_string());
+        self.when_built(id, params, move || p.apply_link(&hash));
+    }
+
+    /// Applies a link whose scenario the page has: its steps are counted.
+    pub(crate) fn apply_link(&self, hash: &str) {
+        let parsed = link::parse_with(hash, scenarios::CATALOG, |id, p| self.known_steps(id, p).unwrap_or(usize::MAX));
         let l = parsed.link;
         // Each set only on a change: a signal set to its own value still
         // notifies, and a new `view` would draw the whole page again (its
@@ -678,6 +801,11 @@ impl Player {
     /// after N hops, `/end` at the step's end. The parameters come last,
     /// as the scenario normalized them.
     pub fn link_hash(&self) -> String {
+        link::format(&self.link())
+    }
+
+    /// What is shown, as a link; tracked.
+    pub fn link(&self) -> Link {
         let (id, params) = self.scenario.with(|s| (s.id.clone(), s.params.clone()));
         let step = self.step.get();
         let hop = if self.playing.get() {
@@ -689,7 +817,7 @@ impl Player {
             let done = if p.is_finite() { (p.max(0.0).floor() as usize).min(n) } else { 0 };
             Some(if done == n && n > 0 { HopPos::End } else { HopPos::After(done) })
         };
-        link::format(&Link { scenario: id, step, hop, params, display: self.display.get(), view: self.view.get() })
+        Link { scenario: id, step, hop, params, display: self.display.get(), view: self.view.get() }
     }
 }
 
@@ -720,8 +848,15 @@ mod tests {
 
     wasm_bindgen_test_configure!(run_in_browser);
 
+    /// A player whose scenarios are built on this thread: the test binary
+    /// has the builders, where the app asks its worker.
+    fn player_of(id: &str, reduced: bool) -> Player {
+        build_here(scenarios::build);
+        Player::new(id, Params::default(), reduced)
+    }
+
     fn player(reduced: bool) -> Player {
-        Player::new("nodeport-loadbalancer", Params::default(), reduced)
+        player_of("nodeport-loadbalancer", reduced)
     }
 
     fn hops_in(p: &Player, step: usize) -> usize {
@@ -812,9 +947,52 @@ mod tests {
         assert_eq!(p.scenario.get_untracked(), fixed, "the fixed picks are back");
     }
 
+    /// Builds (id, parameters) as the worker would answer it.
+    fn worker_answer(id: &str, params: &Params) -> Answered {
+        Answered::of(id, params, scenarios::build(id, params).expect("a scenario"))
+    }
+
+    #[wasm_bindgen_test]
+    fn a_link_to_a_scenario_the_page_has_not_got_opens_when_the_worker_answers() {
+        let p = player(false);
+        // From here on, as in the app: nothing is built on this thread.
+        BUILD_HERE.with(|b| b.set(None));
+        p.open_link("#/service-types/2?tab=nodeport");
+        assert_eq!(p.scenario_id.get_untracked(), "nodeport-loadbalancer", "not applied before its scenario is here");
+        assert!(p.busy(), "the page says it is about to change");
+        // An answer to another request is not the one the link waits for.
+        p.take_built(worker_answer("local-lab", &Params::default()));
+        assert_eq!(p.scenario_id.get_untracked(), "nodeport-loadbalancer");
+        p.open_link("#/service-types/2?tab=nodeport");
+        let (id, params) = named_by("#/service-types/2?tab=nodeport");
+        p.take_built(worker_answer(&id, &params));
+        assert_eq!((p.scenario_id.get_untracked(), p.step.get_untracked()), ("service-types".to_string(), 1));
+        assert_eq!(p.scenario.with_untracked(|s| s.params.choice("tab").map(str::to_string)), Some("nodeport".into()));
+        assert!(!p.busy());
+    }
+
+    #[wasm_bindgen_test]
+    fn new_parameters_keep_the_scenario_shown_until_the_worker_answers_then_replay_the_step() {
+        let p = player(false);
+        p.open_link("#/nodeport-loadbalancer/3/end");
+        BUILD_HERE.with(|b| b.set(None));
+        let before = p.scenario.get_untracked();
+        p.set_param("seed", Value::Seed(Some(42)));
+        assert!(p.pending.get_untracked() && p.busy());
+        assert!(Arc::ptr_eq(&p.scenario.get_untracked(), &before), "the last scenario stays shown");
+        assert!(!p.playing.get_untracked(), "nothing plays an old scenario for new parameters");
+        assert_eq!(p.shown(|ps| ps.seed()), Some(42), "the controls show the new value at once");
+        let params = p.params.get_untracked();
+        p.take_built(worker_answer("nodeport-loadbalancer", &params));
+        assert!(!p.pending.get_untracked());
+        assert_eq!(p.step.get_untracked(), 2, "the step is kept");
+        assert!(p.playing.get_untracked() && p.progress.get_untracked() == 0.0, "and plays again");
+        assert_ne!(p.scenario.get_untracked(), before);
+    }
+
     #[wasm_bindgen_test]
     fn a_tab_change_remembers_where_it_came_from_and_opens_step_one() {
-        let p = Player::new("service-types", Params::default(), false);
+        let p = player_of("service-types", false);
         p.open_link("#/service-types/3/end?tab=nodeport");
         p.set_param("tab", Value::Choice("headless".into()));
         assert_eq!(p.step.get_untracked(), 0);

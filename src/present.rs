@@ -14,6 +14,7 @@ use crate::embed::{to_data, to_js};
 use crate::player::Player;
 use kubehops_core::embed::presenter::{self, HopState, Sync, CHANNEL};
 use kubehops_core::link;
+use kubehops_core::scenarios::CATALOG;
 use leptos::ev;
 use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
@@ -132,7 +133,7 @@ pub fn PresentButtons() -> impl IntoView {
 
 /// Opens the presenter view on what is shown now.
 fn open_notes(player: Player) {
-    let mut l = link::parse(&untrack(|| player.link_hash())).link;
+    let mut l = untrack(|| player.link());
     l.display = player.display.get_untracked().for_notes();
     let href = window().location().href().unwrap_or_default();
     let page = href.split('#').next().unwrap_or_default().to_string();
@@ -199,17 +200,21 @@ pub fn NotesPage() -> impl IntoView {
     if let Some(ch) = &ch {
         let on_message = Closure::<dyn Fn(web_sys::MessageEvent)>::new(move |e: web_sys::MessageEvent| {
             if let Some(Sync::State { from_notes: false, link, done }) = to_data(&e.data()).and_then(|d| Sync::parse(&d)) {
-                // Rebuild only for another scenario or other parameters; a step is a step.
-                let got = link::parse(&link).link;
+                // Rebuild only for another scenario or other parameters; a
+                // step is a step. Shown once the page has its scenario.
+                let got = link::parse_with(&link, CATALOG, |_, _| usize::MAX).link;
                 let same = p.scenario_id.get_untracked() == got.scenario && p.params.with_untracked(|ps| *ps == got.params);
-                if !same {
-                    p.open_link(&presenter::adopt(&link, &p.display.get_untracked()));
-                }
-                if p.step.get_untracked() != got.step {
-                    p.step.set(got.step);
-                }
-                p.playing.set(false);
-                p.progress.set(done as f64);
+                let adopted = presenter::adopt(&link, &p.display.get_untracked());
+                p.when_built(got.scenario, got.params, move || {
+                    if !same {
+                        p.apply_link(&adopted);
+                    }
+                    if p.step.get_untracked() != got.step {
+                        p.step.set(got.step);
+                    }
+                    p.playing.set(false);
+                    p.progress.set(done as f64);
+                });
             }
         });
         ch.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
@@ -228,7 +233,7 @@ pub fn NotesPage() -> impl IntoView {
         p.progress.set(0.0);
         p.playing.set(false);
         // The link without a hop: the main window plays the step once.
-        let mut l = link::parse(&untrack(|| p.link_hash())).link;
+        let mut l = untrack(|| p.link());
         l.hop = None;
         ch.with_value(|c| {
             if let Some(c) = c {

@@ -7,6 +7,7 @@
 use crate::app::Ctx;
 use crate::canvas::Canvas;
 use kubehops_core::link::{self, Link, Mode};
+use kubehops_core::scenarios::Params;
 use kubehops_core::scene::describe::announcement;
 use kubehops_core::scene::transcript::{transcript, transcript_both, HopText, RowKind, StepText, Transcript};
 use kubehops_core::scene::{frame, Frame};
@@ -98,12 +99,12 @@ pub fn TranscriptPage() -> impl IntoView {
     }
 }
 
-/// The same scenario with kube-proxy in its other mode.
-fn other_mode(s: &kubehops_core::scenarios::Scenario) -> Option<kubehops_core::scenarios::Scenario> {
+/// The parameters of the same scenario with kube-proxy in its other mode.
+fn other_mode(s: &kubehops_core::scenarios::Scenario) -> Params {
     use kubehops_core::dataplane::kubeproxy::ProxyMode;
     use kubehops_core::scenarios::{params::PROXY_MODE, Value};
     let other = if s.params.proxy_mode() == ProxyMode::Iptables { ProxyMode::Nftables } else { ProxyMode::Iptables };
-    kubehops_core::scenarios::build(&s.id, &s.params.clone().with(PROXY_MODE, Value::Choice(other.as_str().into())))
+    s.params.clone().with(PROXY_MODE, Value::Choice(other.as_str().into()))
 }
 
 /// The transcript under the animation while a print is prepared; the
@@ -119,12 +120,24 @@ pub fn PrintTranscript() -> impl IntoView {
 #[component]
 fn TranscriptDoc(#[prop(optional, into)] both: Option<Signal<bool>>) -> impl IntoView {
     let ctx = expect_context::<Ctx>();
-    let t = Memo::new(move |_| {
-        let both = both.is_some_and(|b| b.get());
-        ctx.with_scenario(|s| match if both { other_mode(s) } else { None } {
-            Some(o) => transcript_both(s, &o),
-            None => transcript(s),
+    let both = move || both.is_some_and(|b| b.get());
+    // The other mode is built by the worker (the page builds no
+    // scenario): the transcript shows one mode until it is here.
+    let other = move || {
+        ctx.with_scenario(|s| {
+            let p = other_mode(s);
+            ctx.player.other_mode.with(|o| o.as_ref().filter(|a| a.is_for(&s.id, &p)).and_then(|a| a.scenario.clone()))
         })
+    };
+    Effect::new(move |_| {
+        if both() {
+            let (id, p) = ctx.with_scenario(|s| (s.id.clone(), other_mode(s)));
+            ctx.player.request_other_mode(id, p);
+        }
+    });
+    let t = Memo::new(move |_| match if both() { other() } else { None } {
+        Some(o) => ctx.with_scenario(|s| transcript_both(s, &o)),
+        None => ctx.with_scenario(transcript),
     });
     move || {
         let t: Transcript = t.get();

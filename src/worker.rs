@@ -1,18 +1,20 @@
 //! The page's end of its Web Worker (`crates/kubehops-worker`), which
-//! reads a pasted cluster and builds "Your cluster", and reads, admits and
-//! builds the manifest editor's typed Service, off the page's thread.
+//! builds every scenario the page shows after its opening state, reads a
+//! pasted cluster and builds "Your cluster", and reads, admits and builds
+//! the manifest editor's typed Service, off the page's thread.
 //!
-//! The worker is started when a cluster is first pasted or a Service
-//! first typed (or a link carries one), never before: its wasm (the
-//! object reader, the YAML parser and a second copy of the model) is not
-//! on the page's critical path, and the page's own wasm has no reader.
-//! Until the worker says it is ready, the newest request of each kind
-//! waits here; after that each request goes at once, and only the answer
-//! to the newest of its kind is taken. If the worker cannot start, or
-//! stops, the page says so and the next request starts a new one; what
+//! The worker is started once the page is shown (`warm`), or at once for
+//! a link to a state the page has no opening data for (`build_first`):
+//! its wasm (the model's builders, the object reader and the YAML parser)
+//! is not on the page's critical path, and the page's own wasm has none
+//! of them. Until the worker says it is ready, the newest request of each
+//! kind waits here; after that each request goes at once, and only the
+//! answer to the newest of its kind is taken. If the worker cannot start,
+//! or stops, the page says so and the next request starts a new one; what
 //! the user typed or pasted is never lost.
 
-use kubehops_core::worker::{Answer, Job, Kind, Reply, Request};
+use kubehops_core::scenarios::Params;
+use kubehops_core::worker::{Answer, Built, Job, Kind, Reply, Request};
 use leptos::prelude::*;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -59,14 +61,17 @@ struct Handle {
 /// busy while one of them is unanswered.
 #[derive(Clone, Copy, Default)]
 struct Seqs {
-    sent: [u64; 2],
-    answered: [u64; 2],
+    sent: [u64; 3],
+    answered: [u64; 3],
 }
+
+const KINDS: [Kind; 3] = [Kind::Cluster, Kind::Build, Kind::OtherMode];
 
 fn slot(k: Kind) -> usize {
     match k {
         Kind::Cluster => 0,
-        Kind::Edit => 1,
+        Kind::Build => 1,
+        Kind::OtherMode => 2,
     }
 }
 
@@ -74,18 +79,36 @@ thread_local! {
     static WORKER: RefCell<Option<Rc<RefCell<Handle>>>> = const { RefCell::new(None) };
     static SEQS: Cell<Seqs> = Cell::new(Seqs::default());
     static NEXT: Cell<u64> = const { Cell::new(0) };
+    /// Who takes the answers: the newest caller of `send` (start-up's
+    /// first build, then the player).
+    static ANSWER: RefCell<Option<Rc<dyn Fn(Reply)>>> = RefCell::new(None);
+    /// Where each kind of work stands, as the page shows it.
+    static STATUS: Cell<[Option<RwSignal<Status>>; 3]> = const { Cell::new([None, None, None]) };
+    /// Called if the worker fails before start-up's first build is answered.
+    static ON_FAIL: RefCell<Option<Box<dyn FnOnce()>>> = RefCell::new(None);
 }
 
-fn busy() -> bool {
+fn status_of(kind: Kind) -> Option<RwSignal<Status>> {
+    STATUS.with(|s| s.get()[slot(kind)])
+}
+
+fn set_status(kind: Kind, to: Status) {
+    if let Some(s) = status_of(kind) {
+        s.set(to);
+    }
+}
+
+fn done(kind: Kind) -> bool {
     SEQS.with(|s| {
         let s = s.get();
-        s.sent != s.answered
+        s.sent[slot(kind)] == s.answered[slot(kind)]
     })
 }
 
 /// Sends a job to the worker, starting it if need be. `answer` gets the
-/// reply to the newest request of each kind only (the first call's
-/// `answer` serves the worker's whole life); `status` follows the work.
+/// reply to the newest request of each kind only (the newest caller's
+/// `answer` takes every reply from then on); `status` follows the work of
+/// the job's kind.
 pub fn send(job: Job, status: RwSignal<Status>, answer: impl Fn(Reply) + 'static) {
     let seq = NEXT.with(|n| n.get() + 1);
     NEXT.with(|n| n.set(seq));
@@ -95,9 +118,17 @@ pub fn send(job: Job, status: RwSignal<Status>, answer: impl Fn(Reply) + 'static
         v.sent[slot(kind)] = seq;
         s.set(v);
     });
+    ANSWER.with(|a| *a.borrow_mut() = Some(Rc::new(answer)));
+    if kind == Kind::Build {
+        timing(|p| p.mark(BUILD_START).map(drop));
+    }
+    STATUS.with(|s| {
+        let mut v = s.get();
+        v[slot(kind)] = Some(status);
+        s.set(v);
+    });
     let req = Request { seq, job };
-    let handle = WORKER.with(|w| w.borrow().clone()).or_else(|| start(status, Rc::new(answer)));
-    let Some(handle) = handle else { return };
+    let Some(handle) = running_or_started(kind) else { return };
     let mut h = handle.borrow_mut();
     if h.ready {
         post(&h.worker, &req);
@@ -112,6 +143,43 @@ pub fn send(job: Job, status: RwSignal<Status>, answer: impl Fn(Reply) + 'static
         (job, _) => Request { seq, job },
     };
     h.waiting.push(req);
+    status.set(Status::Starting);
+}
+
+/// Starts the worker, if it is not running, with nothing to do yet: its
+/// wasm is then fetched and compiled before the page first needs it.
+pub fn warm(status: RwSignal<Status>) {
+    STATUS.with(|s| {
+        let mut v = s.get();
+        v[slot(Kind::Build)].get_or_insert(status);
+        s.set(v);
+    });
+    let _ = running_or_started(Kind::Build);
+}
+
+/// Builds (id, parameters) before the page is drawn (a link to a state
+/// the page has no opening data for): `then` gets the worker's answer,
+/// or `None` if the worker could not start or stopped.
+pub fn build_first(id: String, params: Params, then: impl FnOnce(Option<Built>) + 'static) {
+    let once: Rc<RefCell<Option<Box<dyn FnOnce(Option<Built>)>>>> = Rc::new(RefCell::new(Some(Box::new(then))));
+    let on_fail = once.clone();
+    ON_FAIL.with(|f| {
+        *f.borrow_mut() = Some(Box::new(move || {
+            if let Some(t) = on_fail.borrow_mut().take() {
+                t(None);
+            }
+        }))
+    });
+    // Owned by no reactive scope: it lives as long as the page.
+    let status = RwSignal::new(Status::Idle);
+    send(Job::Build { id, params }, status, move |reply| {
+        if let Answer::Built(b) = reply.answer {
+            ON_FAIL.with(|f| f.borrow_mut().take());
+            if let Some(t) = once.borrow_mut().take() {
+                t(Some(b));
+            }
+        }
+    });
 }
 
 /// Drops any answer still to come for `kind` (the text was cleared).
@@ -124,7 +192,7 @@ pub fn cancel(kind: Kind, status: RwSignal<Status>) {
     if let Some(h) = WORKER.with(|w| w.borrow().clone()) {
         h.borrow_mut().waiting.retain(|w| w.job.kind() != kind);
     }
-    if status.get_untracked() == Status::Working && !busy() {
+    if matches!(status.get_untracked(), Status::Working | Status::Starting) {
         status.set(Status::Idle);
     }
 }
@@ -135,17 +203,22 @@ fn post(worker: &web_sys::Worker, req: &Request) {
     }
 }
 
-/// Starts the worker with its message and error handlers; `None` (and
-/// `Failed`) where the browser refuses to.
-fn start(status: RwSignal<Status>, answer: Rc<dyn Fn(Reply)>) -> Option<Rc<RefCell<Handle>>> {
+/// The running worker, or a new one (`None`, and `Failed` for `kind`,
+/// where the browser refuses to start one).
+fn running_or_started(kind: Kind) -> Option<Rc<RefCell<Handle>>> {
+    WORKER.with(|w| w.borrow().clone()).or_else(|| start(kind))
+}
+
+/// Starts the worker with its message and error handlers.
+fn start(kind: Kind) -> Option<Rc<RefCell<Handle>>> {
     let worker = match web_sys::Worker::new(&loader_url()) {
         Ok(w) => w,
         Err(e) => {
-            status.set(Status::Failed(format!("the browser would not start it ({})", js_text(&e))));
+            fail(format!("the browser would not start it ({})", js_text(&e)));
             return None;
         }
     };
-    status.set(Status::Starting);
+    set_status(kind, Status::Starting);
     let handle = Rc::new(RefCell::new(Handle { worker: worker.clone(), ready: false, waiting: Vec::new() }));
     let h = handle.clone();
     let on_message = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
@@ -153,7 +226,7 @@ fn start(status: RwSignal<Status>, answer: Rc<dyn Fn(Reply)>) -> Option<Rc<RefCe
         if let Some(text) = data.as_string() {
             if let Some(why) = text.strip_prefix("failed: ") {
                 // Its loader could not fetch or compile the wasm.
-                fail(status, why.to_string());
+                fail(why.to_string());
             } else if text == "ready" {
                 let mut h = h.borrow_mut();
                 h.ready = true;
@@ -161,7 +234,12 @@ fn start(status: RwSignal<Status>, answer: Rc<dyn Fn(Reply)>) -> Option<Rc<RefCe
                 for req in &waiting {
                     post(&h.worker, req);
                 }
-                status.set(if waiting.is_empty() { Status::Idle } else { Status::Working });
+                for k in KINDS {
+                    let working = waiting.iter().any(|r| r.job.kind() == k);
+                    if working || status_of(k).is_some_and(|s| s.get_untracked() == Status::Starting) {
+                        set_status(k, if working { Status::Working } else { Status::Idle });
+                    }
+                }
             }
             return;
         }
@@ -171,17 +249,16 @@ fn start(status: RwSignal<Status>, answer: Rc<dyn Fn(Reply)>) -> Option<Rc<RefCe
         // cluster's scenario and drawing the page for it are two tasks,
         // not one long one.
         let bytes = js_sys::Uint8Array::new(&data).to_vec();
-        let answer = answer.clone();
         crate::after_paint(move || match postcard::from_bytes::<Reply>(&bytes) {
-            Ok(Reply { answer: Answer::Unreadable(why), .. }) => fail(status, why),
-            Ok(reply) => crate::then(move || take(reply, status, &answer)),
-            Err(e) => fail(status, format!("its answer could not be read ({e})")),
+            Ok(Reply { answer: Answer::Unreadable(why), .. }) => fail(why),
+            Ok(reply) => crate::then(move || take(reply)),
+            Err(e) => fail(format!("its answer could not be read ({e})")),
         });
     });
     let on_error = Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
         ev.prevent_default();
         let why = ev.message();
-        fail(status, if why.is_empty() { "its script did not load".to_string() } else { why });
+        fail(if why.is_empty() { "its script did not load".to_string() } else { why });
     });
     worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
@@ -192,7 +269,7 @@ fn start(status: RwSignal<Status>, answer: Rc<dyn Fn(Reply)>) -> Option<Rc<RefCe
 }
 
 /// An answer: taken if it is to the newest request of its kind.
-fn take(reply: Reply, status: RwSignal<Status>, answer: &Rc<dyn Fn(Reply)>) {
+fn take(reply: Reply) {
     let Some(kind) = reply.answer.kind() else { return };
     let newest = SEQS.with(|s| {
         let mut v = s.get();
@@ -203,18 +280,26 @@ fn take(reply: Reply, status: RwSignal<Status>, answer: &Rc<dyn Fn(Reply)>) {
         s.set(v);
         newest
     });
-    if !busy() {
-        status.set(Status::Idle);
+    if done(kind) {
+        set_status(kind, Status::Idle);
+    }
+    if newest && kind == Kind::Build {
+        // From the request to the answer (e2e metrics, tests/e2e/metrics.mjs).
+        timing(|p| p.measure_with_start_mark("kh-build", BUILD_START).map(drop));
     }
     if newest {
-        answer(reply);
+        if let Some(answer) = ANSWER.with(|a| a.borrow().clone()) {
+            answer(reply);
+        }
     }
 }
 
 /// Says why the worker stopped, and drops it: the next request starts a
 /// new one.
-fn fail(status: RwSignal<Status>, why: String) {
-    status.set(Status::Failed(why));
+fn fail(why: String) {
+    for k in KINDS {
+        set_status(k, Status::Failed(why.clone()));
+    }
     SEQS.with(|s| {
         let mut v = s.get();
         v.answered = v.sent;
@@ -225,6 +310,18 @@ fn fail(status: RwSignal<Status>, why: String) {
             old.borrow().worker.terminate();
         }
     });
+    if let Some(f) = ON_FAIL.with(|f| f.borrow_mut().take()) {
+        f();
+    }
+}
+
+/// The mark a scenario's build is measured from: its request.
+const BUILD_START: &str = "kh-build-start";
+
+fn timing(f: impl FnOnce(&web_sys::Performance) -> Result<(), JsValue>) {
+    if let Some(p) = web_sys::window().and_then(|w| w.performance()) {
+        let _ = f(&p);
+    }
 }
 
 fn js_text(v: &JsValue) -> String {

@@ -36,9 +36,10 @@ async function test(name, fn) {
   catch (e) { failed++; console.log(`FAIL ${name}\n     ${String(e.message ?? e).split('\n').join('\n     ')}`); }
 }
 
-async function open(hash = '#/your-cluster/1', viewport) {
+async function open(hash = '#/your-cluster/1', viewport, before) {
   const page = await browser.newPage();
   if (viewport) await page.setViewportSize(viewport);
+  if (before) await before(page);
   const errors = [], outside = [];
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
   page.on('pageerror', (e) => errors.push(String(e)));
@@ -236,9 +237,10 @@ await test('a bad paste shows the API server\'s error and keeps the text', async
 });
 
 await test('a reader that cannot load says so, keeps the text, and "Try again" reads it', async () => {
-  const { page, errors } = await open();
+  // The worker starts once the page is shown (src/worker.rs): its wasm is
+  // refused from the start.
+  const { page, errors } = await open('#/your-cluster/1', undefined, (p) => p.route(/kubehops-worker-[0-9a-f]+_bg\.wasm$/, (r) => r.abort()));
   const text = await fixture();
-  await page.route(/kubehops-worker-[0-9a-f]+_bg\.wasm$/, (r) => r.abort());
   await page.fill('#kh-paste-text', text);
   const alert = page.locator('.kh-paste [role=alert]');
   await alert.waitFor({ timeout: 20000 });

@@ -74,6 +74,13 @@ function check(cond, msg) { if (!cond) throw new Error(msg); }
 // applied a frame after the click, in a task of its own
 // (Player::choose); the page is aria-busy until then.
 const settled = (page) => page.waitForFunction(() => !document.querySelector('.kh[aria-busy]'), null, { timeout: 10000 });
+// A link to another scenario is applied when the worker has built it
+// (Player::when_built): waits until the page shows scenario `title` and is
+// no longer busy.
+const arrived = (page, title) => page.waitForFunction((t) => {
+  const kh = document.querySelector('.kh[data-step]');
+  return kh && !kh.hasAttribute('aria-busy') && kh.querySelector('h1')?.textContent === t;
+}, title, { timeout: 10000 });
 // Clicks a parameter control and waits until its choice is applied.
 const choose = async (page, control) => { await control.click(); await settled(page); };
 
@@ -114,7 +121,9 @@ await test('served under a sub-path (/kh/), the page loads its files from there 
 
 // The opening state is read from the data the build wrote (src/opening.rs)
 // when the link asks for a scenario with its defaults: what is shown is the
-// same as when the page builds it (the data blocked), at every step.
+// same as when the worker builds it (the data blocked), at every step. A
+// build is the page's `kh-build` measure: from its request to the worker's
+// answer (the page builds nothing itself).
 await test('opening state: read from the build\'s data for a default link, the same page as a build, and built when the data fails or the link sets parameters', async () => {
   const shown = async (hash, block) => {
     const page = await browser.newPage();
@@ -783,11 +792,13 @@ await test('navigation: one link per scenario, reachable by keyboard, opening ea
   await nav.getByRole('link', { name: 'The five Service types' }).focus();
   await page.keyboard.press('Enter');
   await page.waitForFunction(() => location.hash.startsWith('#/service-types/1'));
+  await arrived(page, 'The five Service types');
   check((await page.textContent('h1')) === 'The five Service types', `title: ${await page.textContent('h1')}`);
   check(await nav.getByRole('link', { name: 'The five Service types' }).getAttribute('aria-current') === 'page', 'current scenario not marked');
   check(await page.locator('.kh-node-card').count() === 2, 'the explorer has two nodes');
   await nav.getByRole('link', { name: 'NodePort and LoadBalancer' }).click();
   await page.waitForFunction(() => location.hash.startsWith('#/nodeport-loadbalancer/1'));
+  await arrived(page, 'NodePort and LoadBalancer');
   check(await page.locator('.kh-node-card').count() === 3, 'the walkthrough has three nodes');
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
   await page.close();
@@ -876,7 +887,8 @@ await test("explorer: each tab's kubectl get svc line is right", async () => {
   }
   // LoadBalancer is <pending> until the cloud answers.
   await page.goto(`${origin}/#/service-types/1/2?tab=loadbalancer`);
-  await page.waitForSelector('.kh[data-step] .kh-node-card');
+  // A link on the same page: applied once the worker has built its state.
+  await page.waitForFunction(() => /LoadBalancer/.test(document.querySelector('[role=tab][aria-selected=true]')?.textContent ?? '') && !document.querySelector('.kh[aria-busy]'));
   check((await svcRow(page, 'api')).includes('<pending>'), `not pending early: ${await svcRow(page, 'api')}`);
   await page.close();
 });

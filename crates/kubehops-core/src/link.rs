@@ -16,7 +16,7 @@
 //! and says why it looks different.
 
 use crate::embed::Display;
-use crate::scenarios::{self, Entry, Params};
+use crate::scenarios::{self, About, Params};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -76,12 +76,12 @@ pub struct Parsed {
 /// Parses a hash against the registry, counting steps by building the
 /// scenario it names.
 pub fn parse(hash: &str) -> Parsed {
-    parse_with(hash, scenarios::REGISTRY, |id, p| scenarios::build(id, p).map_or(0, |s| s.steps.len()))
+    parse_with(hash, scenarios::CATALOG, |id, p| scenarios::build(id, p).map_or(0, |s| s.steps.len()))
 }
 
 /// Parses a hash against `entries`; `steps` says how many steps a scenario
 /// has with given parameters.
-pub fn parse_with(hash: &str, entries: &[Entry], steps: impl Fn(&str, &Params) -> usize) -> Parsed {
+pub fn parse_with(hash: &str, entries: &[About], steps: impl Fn(&str, &Params) -> usize) -> Parsed {
     let (path, query) = hash.split_once('?').unwrap_or((hash, ""));
     let mut problems = Vec::new();
     let body = path.trim_start_matches('#').trim_start_matches('/');
@@ -198,7 +198,7 @@ pub fn format(link: &Link) -> String {
         Some(HopPos::End) => format!("#/{}/{}/end", link.scenario, link.step + 1),
         Some(HopPos::After(n)) => format!("#/{}/{}/{}", link.scenario, link.step + 1, n),
     };
-    let mut pairs = scenarios::entry(&link.scenario).map(|e| link.params.link_pairs(&(e.params)())).unwrap_or_default();
+    let mut pairs = scenarios::about(&link.scenario).map(|e| link.params.link_pairs(&(e.params)())).unwrap_or_default();
     pairs.extend(link.display.link_pairs().into_iter().map(|(k, v)| (k.to_string(), v)));
     let view = (link.view != Mode::Animation).then(|| ("view".to_string(), link.view.as_str().to_string()));
     for (i, (k, v)) in pairs.iter().chain(view.iter()).enumerate() {

@@ -12,9 +12,12 @@
 //! field when writing it (serde's `skip_serializing_if`). The page and the
 //! worker are built from the same commit, so the shapes always agree.
 //! The worker keeps the last cluster it read; a request without a paste
-//! builds that cluster again for new parameters. It also reads and admits
-//! the manifest editor's typed Service, so that neither the object reader
-//! nor the YAML parser is in the page's own wasm.
+//! builds that cluster again for new parameters. It also builds every
+//! other scenario the page shows (except the opening states, which the
+//! page reads as data written at build time), reading and admitting the
+//! manifest editor's typed Service on the way: neither the model's
+//! builders, nor the object reader, nor the YAML parser is in the page's
+//! own wasm.
 
 use crate::scenarios::{ParamSpec, Params, Scenario};
 use serde::{Deserialize, Serialize};
@@ -29,16 +32,22 @@ pub struct Request {
     pub job: Job,
 }
 
-/// The two things the worker does.
+/// What the worker does.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Job {
     /// "Your cluster": new text to read (replacing what was read before),
     /// or `None` to build the cluster already read, for `params`.
     Cluster { paste: Option<Paste>, params: Params },
-    /// The manifest editor: scenario `id` with the Service typed in
-    /// `params` (its `manifest`), read and admitted as the API server
+    /// Scenario `id` for `params`: the page builds no scenario itself (its
+    /// wasm has none of the builders), so every change of scenario or
+    /// parameters comes here. With a Service typed in the manifest editor
+    /// (`params`'s `manifest`), it is read and admitted as the API server
     /// would, then built.
-    Edit { id: String, params: Params },
+    Build { id: String, params: Params },
+    /// The same as `Build`, for the transcript's "Both kube-proxy modes":
+    /// the scenario shown, in the other mode. A kind of its own, so it
+    /// never takes the place of the scenario shown.
+    OtherMode { id: String, params: Params },
 }
 
 impl Job {
@@ -47,7 +56,8 @@ impl Job {
     pub fn kind(&self) -> Kind {
         match self {
             Job::Cluster { .. } => Kind::Cluster,
-            Job::Edit { .. } => Kind::Edit,
+            Job::Build { .. } => Kind::Build,
+            Job::OtherMode { .. } => Kind::OtherMode,
         }
     }
 }
@@ -56,7 +66,8 @@ impl Job {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     Cluster,
-    Edit,
+    Build,
+    OtherMode,
 }
 
 /// A pasted text or a dropped file.
@@ -82,7 +93,8 @@ pub enum Answer {
     /// Nothing to show (the text was empty), the cluster, or the error as
     /// the CLI prints it.
     Cluster(Option<Result<Cluster, String>>),
-    Edit(Edited),
+    Built(Built),
+    OtherMode(Built),
     /// The request could not be read (a page and worker from different builds).
     Unreadable(String),
 }
@@ -91,22 +103,24 @@ impl Answer {
     pub fn kind(&self) -> Option<Kind> {
         match self {
             Answer::Cluster(_) => Some(Kind::Cluster),
-            Answer::Edit(_) => Some(Kind::Edit),
+            Answer::Built(_) => Some(Kind::Build),
+            Answer::OtherMode(_) => Some(Kind::OtherMode),
             Answer::Unreadable(_) => None,
         }
     }
 }
 
-/// The editor's job done: the scenario with the typed Service, or why it
-/// was refused.
+/// A build done: the scenario (with the typed Service, if one was typed),
+/// or why the typed Service was refused.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Edited {
+pub struct Built {
     /// The scenario and parameters it was asked for, so the page can tell
     /// an answer to what it shows now from one to an older text.
     pub id: String,
     pub params: Params,
     /// `None` when the typed Service was refused (or the scenario is
-    /// unknown): the page keeps the last scenario it showed.
+    /// unknown): the page keeps the last scenario it showed. Without the
+    /// steps' data-plane snapshots, which the page never draws.
     pub scenario: Option<Scenario>,
     pub refusal: Option<Refusal>,
 }
@@ -204,8 +218,8 @@ mod tests {
         let back: Request = postcard::from_bytes(&postcard::to_allocvec(&req).unwrap()).unwrap();
         assert_eq!(back, req);
         let refusal = Refusal { headline: "The Service \"web\" is invalid:".into(), problems: vec![Problem { line: Some(3), message: "x".into() }] };
-        let edited = Edited { id: "service-types".into(), params: Params::default(), scenario: None, refusal: Some(refusal) };
-        for answer in [Answer::Cluster(Some(Err("error: error parsing STDIN".into()))), Answer::Edit(edited), Answer::Unreadable("why".into())] {
+        let edited = Built { id: "service-types".into(), params: Params::default(), scenario: None, refusal: Some(refusal) };
+        for answer in [Answer::Cluster(Some(Err("error: error parsing STDIN".into()))), Answer::Built(edited), Answer::Unreadable("why".into())] {
             let reply = Reply { seq: 7, answer };
             let back: Reply = postcard::from_bytes(&postcard::to_allocvec(&reply).unwrap()).unwrap();
             assert_eq!(back, reply);

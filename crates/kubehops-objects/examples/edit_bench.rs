@@ -32,7 +32,7 @@ fn main() {
         let (mut read, mut whole) = (Vec::new(), Vec::new());
         for t in &texts {
             let t0 = Instant::now();
-            edit::read_service(t, (hooks.file)(&p), &world).expect("admitted");
+            edit::read_service(t, (e.editor.expect("an editor beside the edit").file)(&p), &world).expect("admitted");
             read.push(t0.elapsed().as_secs_f64() * 1e3);
             let t0 = Instant::now();
             let b = edit::build(e.id, &p.clone().with("manifest", Value::Manifest(t.clone()))).expect("known");

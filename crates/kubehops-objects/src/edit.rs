@@ -85,11 +85,11 @@ pub struct Built {
 pub fn build(id: &str, p: &Params) -> Option<Built> {
     let entry = scenarios::entry(id)?;
     let p = p.normalized(&(entry.params)());
-    let (Some(text), Some(edit)) = (p.manifest(), entry.edit) else {
+    let (Some(text), Some(edit), Some(editor)) = (p.manifest(), entry.edit, entry.editor) else {
         return Some(Built { scenario: Some((entry.build)(&p)), refusal: None });
     };
     let world = (edit.cluster)(&p);
-    Some(match read_service(text, (edit.file)(&p), &world) {
+    Some(match read_service(text, (editor.file)(&p), &world) {
         Ok(svc) => Built { scenario: Some((edit.build)(&p, svc)), refusal: None },
         Err(r) => Built { scenario: None, refusal: Some(r) },
     })

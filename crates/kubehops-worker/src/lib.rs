@@ -1,16 +1,19 @@
 //! What the page's Web Worker does: it reads a pasted cluster with the
 //! CLI's reader (`kubehops_objects::cluster`), keeps it, and builds "Your
-//! cluster" for the parameters the page asks for; and it reads, admits
-//! and builds the manifest editor's typed Service (`kubehops_objects::edit`),
-//! answering each with a [`kubehops_core::worker::Reply`]. The browser glue is in `main.rs`;
+//! cluster" for the parameters the page asks for; and it builds every
+//! other scenario the page asks for, reading, admitting and building the
+//! manifest editor's typed Service where one was typed
+//! (`kubehops_objects::edit`), answering each with a
+//! [`kubehops_core::worker::Reply`]. The browser glue is in `main.rs`;
 //! everything here is plain Rust, tested natively.
 //!
-//! The page loads this worker only when a cluster is first pasted or a
-//! Service first typed, so neither the reader nor the YAML parser is on
-//! its critical path (nor in its wasm).
+//! The page starts this worker once it is shown (or at once, for a link
+//! to a state it has no opening data for), so neither the model's
+//! builders, nor the reader, nor the YAML parser is on its critical path
+//! (nor in its wasm).
 
 use kubehops_core::scenarios::{your_cluster, Params};
-use kubehops_core::worker::{Answer, Cluster, Counts, Edited, Job, Reply, Request};
+use kubehops_core::worker::{Answer, Cluster, Counts, Built, Job, Reply, Request};
 use kubehops_objects::edit;
 use kubehops_objects::cluster::{read, Read};
 use kubehops_objects::ReadError;
@@ -24,7 +27,8 @@ pub struct Reader {
 impl Reader {
     /// Answers a request. A cluster job reads the paste if there is one
     /// (replacing what was kept), then builds the cluster kept for the
-    /// parameters; an edit job reads, admits and builds the typed Service.
+    /// parameters; a build job builds the scenario, reading, admitting and
+    /// building the typed Service if there is one.
     pub fn answer(&mut self, req: Request) -> Reply {
         let answer = match req.job {
             Job::Cluster { paste, params } => {
@@ -36,7 +40,8 @@ impl Reader {
                     Err(e) => Err(e.clone()),
                 }))
             }
-            Job::Edit { id, params } => Answer::Edit(edited(id, params)),
+            Job::Build { id, params } => Answer::Built(built(id, params)),
+            Job::OtherMode { id, params } => Answer::OtherMode(built(id, params)),
         };
         Reply { seq: req.seq, answer }
     }
@@ -70,15 +75,15 @@ pub fn read_pasted(name: &str, text: &str) -> Option<Result<Read, String>> {
     }))
 }
 
-/// The editor's scenario: the typed Service read, admitted and built, as
-/// `edit::build` does for the CLI's tests (an unknown scenario is refused
-/// with nothing to show).
-fn edited(id: String, params: Params) -> Edited {
+/// The scenario for `params`, with the typed Service read, admitted and
+/// built if there is one, as `edit::build` does for the CLI's tests (an
+/// unknown scenario is refused with nothing to show).
+fn built(id: String, params: Params) -> Built {
     let (scenario, refusal) = match edit::build(&id, &params) {
         Some(b) => (b.scenario.map(|s| s.without_snapshots()), b.refusal),
         None => (None, None),
     };
-    Edited { id, params, scenario, refusal }
+    Built { id, params, scenario, refusal }
 }
 
 /// What the page needs of a cluster read, built for `params`.

@@ -180,13 +180,13 @@ fn a_typed_service_is_admitted_or_refused_as_the_cli_reads_it() {
     assert_ne!(own, moved, "the scenario's Service has the node port to change:\n{own}");
     for (text, accepted) in [(moved, true), (own.replace("nodePort: 31000", "nodePort: 29000"), false)] {
         let params = Params::default().with("manifest", Value::Manifest(text));
-        let Answer::Edit(e) = w.answer(Request { seq: 4, job: Job::Edit { id: id.into(), params: params.clone() } }).answer else { panic!("not an edit answer") };
+        let Answer::Built(e) = w.answer(Request { seq: 4, job: Job::Build { id: id.into(), params: params.clone() } }).answer else { panic!("not an edit answer") };
         let b = kubehops_objects::edit::build(id, &params).unwrap();
         assert_eq!((e.id.as_str(), &e.params), (id, &params));
         assert_eq!(e.refusal, b.refusal);
         assert_eq!(e.scenario, b.scenario.map(|s| s.without_snapshots()));
         assert_eq!(e.refusal.is_none(), accepted, "{:?}", e.refusal);
     }
-    let Answer::Edit(e) = w.answer(Request { seq: 5, job: Job::Edit { id: "no-such".into(), params: Params::default() } }).answer else { panic!() };
+    let Answer::Built(e) = w.answer(Request { seq: 5, job: Job::Build { id: "no-such".into(), params: Params::default() } }).answer else { panic!() };
     assert_eq!((e.scenario, e.refusal), (None, None));
 }

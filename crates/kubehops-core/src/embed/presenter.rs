@@ -155,7 +155,9 @@ impl Sync {
 /// The state another window sent, as this window's link: its scenario,
 /// step, hop and parameters, with this window's display options.
 pub fn adopt(received: &str, own: &Display) -> String {
-    let mut l = link::parse(received).link;
+    // Read without counting its steps (the sender showed it; the page
+    // that opens it checks them against the scenario).
+    let mut l = link::parse_with(received, crate::scenarios::CATALOG, |_, _| usize::MAX).link;
     l.display = own.clone();
     link::format(&l)
 }

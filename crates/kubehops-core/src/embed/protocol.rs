@@ -165,8 +165,8 @@ pub fn parse(data: &Data) -> Option<Request> {
 pub fn resolve(set: &Set, current: &Link, steps: impl Fn(&str, &Params) -> usize) -> Result<(Link, Option<bool>), String> {
     let mut target = current.clone();
     if let Some(id) = &set.scenario {
-        let Some(e) = crate::scenarios::entry(id) else {
-            let known: Vec<&str> = crate::scenarios::REGISTRY.iter().map(|e| e.id).collect();
+        let Some(e) = crate::scenarios::about(id) else {
+            let known: Vec<&str> = crate::scenarios::CATALOG.iter().map(|e| e.id).collect();
             return Err(format!("There is no scenario named \"{}\"; the scenarios are {}.", link::short(id), known.join(", ")));
         };
         if e.id != current.scenario {
@@ -214,7 +214,7 @@ fn short_text(d: Option<&Data>) -> Option<Option<String>> {
 /// Puts `value` in as the target scenario's parameter `key` (`what` names
 /// it in the error), read as a link's query reads it.
 fn set_param(target: &mut Link, key: &str, what: &str, value: &str) -> Result<(), String> {
-    let spec = crate::scenarios::entry(&target.scenario).and_then(|e| (e.params)().into_iter().find(|s| s.key == key));
+    let spec = crate::scenarios::about(&target.scenario).and_then(|e| (e.params)().into_iter().find(|s| s.key == key));
     let Some(spec) = spec else { return Err(format!("Scenario {} has no {what} to set.", target.scenario)) };
     target.params.insert(&spec.key, spec.parse(value)?);
     Ok(())

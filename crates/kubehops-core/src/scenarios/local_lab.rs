@@ -19,7 +19,7 @@
 //! Docker's userland proxy, and seeded random picks.
 
 use super::words::ProxyWords;
-use super::{dice_for, list, Choice, ChoiceStyle, Comparison, Edit, Entry, Evidence, Manifest, ParamSpec, Params, Recorder, Scenario, Step};
+use super::{About, Editor, dice_for, list, Choice, ChoiceStyle, Comparison, Edit, Entry, Evidence, Manifest, ParamSpec, Params, Recorder, Scenario, Step};
 use crate::api::kubectl::ENDPOINTS_DEPRECATED;
 use crate::api::server::{ApiServer, ApiServerConfig};
 use crate::api::{Node, ObjectRef, Pod, Service, ServicePort, ServiceSpec, ServiceType, TrafficPolicy};
@@ -35,12 +35,15 @@ use crate::sim::{Actor, ActorKind, ArpOp, Dial, DropReason, Hop, HostNet, Intern
 use std::net::Ipv4Addr;
 
 pub const ENTRY: Entry = Entry {
-    id: "local-lab",
-    title: "Local lab: kind, Docker, MetalLB and a gateway",
-    blurb: "curl localhost:30082 through Docker's port mapping and a node port, then MetalLB's address, ARP and an L7 gateway",
-    params,
+    about: About {
+        id: "local-lab",
+        title: "Local lab: kind, Docker, MetalLB and a gateway",
+        blurb: "curl localhost:30082 through Docker's port mapping and a node port, then MetalLB's address, ARP and an L7 gateway",
+        params,
+        editor: Some(Editor { file: |_| "booking.yaml", service: |p| booking(ServiceType::NodePort, Some(NODE_PORT), p.toggle("local")) }),
+    },
     build,
-    edit: Some(Edit { file: |_| "booking.yaml", service: |p| booking(ServiceType::NodePort, Some(NODE_PORT), p.toggle("local")), cluster: edit_cluster, build: build_edited }),
+    edit: Some(Edit { cluster: edit_cluster, build: build_edited }),
 };
 
 /// The lab as a user would try their own Service on it: MetalLB installed

@@ -8,9 +8,9 @@
 //! the manifest as applied, and narration written from what the model
 //! computed. Nothing in a step's hops is written by hand.
 //!
-//! [`REGISTRY`] lists every scenario; the app, the link parser and the
-//! tests all read it, so a new scenario is one more file here and one more
-//! entry there.
+//! [`REGISTRY`] lists every scenario; the worker, the CLI, the link parser
+//! and the tests read it, so a new scenario is one more file here and one
+//! more entry there (and in [`CATALOG`], what the page reads of it).
 //!
 //! Architecture Invariant: `build` is a pure function of the parameters.
 //! The same parameters give the same scenario, hop for hop.
@@ -32,17 +32,48 @@ use crate::net::Protocol;
 use crate::sim::{Actor, ActorId, DataplaneSnapshot, Hop, View, World};
 use serde::{Deserialize, Serialize};
 
-/// One entry of the registry: a scenario's id, title and what it is built from.
+/// What the app shows of a scenario before, and without, building it: its
+/// name, its parameters, and the Service its manifest editor starts from.
+/// [`CATALOG`] lists them. The browser's page reads only this: it never
+/// builds a scenario itself (its worker does, `crate::worker`), so none of
+/// the builders, nor the model they run, is in the page's wasm.
 #[derive(Clone, Copy)]
-pub struct Entry {
+pub struct About {
     pub id: &'static str,
     pub title: &'static str,
     /// A one-line description, for navigation.
     pub blurb: &'static str,
     pub params: fn() -> Vec<ParamSpec>,
+    /// Whether the user may type a Service in place of the scenario's own,
+    /// and what the editor shows for it.
+    pub editor: Option<Editor>,
+}
+
+/// The manifest editor's side of a scenario that takes a typed Service.
+#[derive(Clone, Copy)]
+pub struct Editor {
+    /// The file the manifest panel names for it (`api.yaml`).
+    pub file: fn(&Params) -> &'static str,
+    /// The scenario's own Service, which the editor starts from.
+    pub service: fn(&Params) -> Service,
+}
+
+/// One entry of the registry: a scenario as the app knows it
+/// ([`About`], which it derefs to), and what builds it.
+#[derive(Clone, Copy)]
+pub struct Entry {
+    pub about: About,
     pub build: fn(&Params) -> Scenario,
-    /// How it plays a Service the user typed instead of its own.
+    /// How it plays a Service the user typed instead of its own (present
+    /// exactly when `about.editor` is).
     pub edit: Option<Edit>,
+}
+
+impl std::ops::Deref for Entry {
+    type Target = About;
+    fn deref(&self) -> &About {
+        &self.about
+    }
 }
 
 /// How a scenario takes a Service the user wrote in place of its own.
@@ -50,10 +81,6 @@ pub struct Entry {
 /// says what the Service is checked against and how it is played.
 #[derive(Clone, Copy)]
 pub struct Edit {
-    /// The file the manifest panel names for it (`api.yaml`).
-    pub file: fn(&Params) -> &'static str,
-    /// The scenario's own Service, which the editor starts from.
-    pub service: fn(&Params) -> Service,
     /// The cluster as it is just before the Service is applied: what a
     /// dry run of `kubectl apply` is checked against.
     pub cluster: fn(&Params) -> World,
@@ -65,8 +92,17 @@ pub struct Edit {
 /// Every scenario the core can build, in the order the app lists them.
 pub const REGISTRY: &[Entry] = &[nodeport_loadbalancer::ENTRY, service_types::ENTRY, local_lab::ENTRY, your_cluster::ENTRY];
 
+/// What the app shows of each scenario of [`REGISTRY`], in its order,
+/// without the builders (see [`About`]).
+pub const CATALOG: &[About] = &[nodeport_loadbalancer::ENTRY.about, service_types::ENTRY.about, local_lab::ENTRY.about, your_cluster::ENTRY.about];
+
 pub fn entry(id: &str) -> Option<&'static Entry> {
     REGISTRY.iter().find(|e| e.id == id)
+}
+
+/// A scenario's [`About`], without reaching its builder.
+pub fn about(id: &str) -> Option<&'static About> {
+    CATALOG.iter().find(|e| e.id == id)
 }
 
 /// Builds a scenario with these parameters; values a scenario does not
@@ -281,10 +317,10 @@ pub fn starting_text(id: &str, p: &Params) -> String {
     if let Some(t) = p.manifest() {
         return t.to_string();
     }
-    let Some(e) = entry(id) else { return String::new() };
-    let Some(edit) = e.edit else { return String::new() };
+    let Some(e) = about(id) else { return String::new() };
+    let Some(editor) = e.editor else { return String::new() };
     let p = p.normalized(&(e.params)());
-    manifest_yaml(&(edit.service)(&p)).iter().map(|l| format!("{l}\n")).collect()
+    manifest_yaml(&(editor.service)(&p)).iter().map(|l| format!("{l}\n")).collect()
 }
 
 /// The manifest a user would write for this Service (no server-set fields).
@@ -435,5 +471,18 @@ mod tests {
             assert!(!s.steps.is_empty(), "{}", e.id);
         }
         assert!(build("no-such-scenario", &Params::default()).is_none());
+    }
+
+    #[test]
+    fn the_catalog_is_the_registry_without_its_builders() {
+        assert_eq!(CATALOG.len(), REGISTRY.len());
+        for (a, e) in CATALOG.iter().zip(REGISTRY) {
+            assert_eq!((a.id, a.title, a.blurb), (e.id, e.title, e.blurb));
+            assert_eq!((a.params)(), (e.params)(), "{}", e.id);
+            // The editor is offered exactly where a typed Service can be built.
+            assert_eq!(a.editor.is_some(), e.edit.is_some(), "{}", e.id);
+            assert_eq!(about(e.id).map(|x| x.id), Some(e.id));
+        }
+        assert!(about("no-such-scenario").is_none());
     }
 }

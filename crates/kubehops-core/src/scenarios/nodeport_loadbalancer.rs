@@ -6,7 +6,7 @@
 //! LoadBalancer, and a connection goes through the cloud's balancer.
 
 use super::words::ProxyWords;
-use super::{dice_for, list, Edit, Entry, ParamSpec, Params, Recorder, Scenario};
+use super::{About, Editor, dice_for, list, Edit, Entry, ParamSpec, Params, Recorder, Scenario};
 use crate::api::server::{ApiServer, ApiServerConfig};
 use crate::api::{Node, ObjectRef, Pod, Service, ServicePort, ServiceSpec, ServiceType};
 use crate::controllers::cloud::{CloudController, CloudProvider, Delivery};
@@ -18,12 +18,15 @@ use crate::net::{ip, Cidr, Protocol, SockAddr};
 use crate::sim::{Actor, ActorKind, Dial, Hop, Internet, Outcome, PacketHop, RewriteKind, View, World, Zone};
 
 pub const ENTRY: Entry = Entry {
-    id: "nodeport-loadbalancer",
-    title: "NodePort and LoadBalancer",
-    blurb: "Five steps from a node port to a cloud balancer in front of private Pods",
-    params,
+    about: About {
+        id: "nodeport-loadbalancer",
+        title: "NodePort and LoadBalancer",
+        blurb: "Five steps from a node port to a cloud balancer in front of private Pods",
+        params,
+        editor: Some(Editor { file: |_| "web.yaml", service: |_| web_service(ServiceType::NodePort, Some(31000)) }),
+    },
     build,
-    edit: Some(Edit { file: |_| "web.yaml", service: |_| web_service(ServiceType::NodePort, Some(31000)), cluster: |_| cluster(), build: build_edited }),
+    edit: Some(Edit { cluster: |_| cluster(), build: build_edited }),
 };
 
 fn params() -> Vec<ParamSpec> {

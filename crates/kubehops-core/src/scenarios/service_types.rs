@@ -10,7 +10,7 @@
 //! or from the laptop.
 
 use super::words::ProxyWords;
-use super::{dice_for, list, Action, Edit, Choice, ChoiceStyle, Comparison, Demo, Entry, ParamSpec, Params, Recorder, Scenario, Value};
+use super::{About, Editor, dice_for, list, Action, Edit, Choice, ChoiceStyle, Comparison, Demo, Entry, ParamSpec, Params, Recorder, Scenario, Value};
 use crate::api::server::{ApiServer, ApiServerConfig};
 use crate::api::{Node, ObjectRef, Pod, Service, ServicePort, ServiceSpec, ServiceType, TrafficPolicy};
 use crate::controllers::cloud::{CloudController, CloudProvider};
@@ -24,12 +24,15 @@ use crate::sim::{Actor, ActorId, ActorKind, Dial, DropReason, Internet, Outcome,
 use std::net::Ipv4Addr;
 
 pub const ENTRY: Entry = Entry {
-    id: "service-types",
-    title: "The five Service types",
-    blurb: "ClusterIP, NodePort, LoadBalancer, ExternalName and Headless: DNS Lookup and Send Request under each",
-    params,
+    about: About {
+        id: "service-types",
+        title: "The five Service types",
+        blurb: "ClusterIP, NodePort, LoadBalancer, ExternalName and Headless: DNS Lookup and Send Request under each",
+        params,
+        editor: Some(Editor { file: edit_file, service: own_service }),
+    },
     build,
-    edit: Some(Edit { file: edit_file, service: own_service, cluster: edit_cluster, build: build_edited }),
+    edit: Some(Edit { cluster: edit_cluster, build: build_edited }),
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -16,7 +16,7 @@
 //! shows or a packet reaches get their rule set, so 50 nodes and 500
 //! Services build in well under a second.
 
-use super::{dice_for, list, Action, Choice, ChoiceStyle, Entry, ParamSpec, Params, Recorder, Scenario, Step};
+use super::{About, dice_for, list, Action, Choice, ChoiceStyle, Entry, ParamSpec, Params, Recorder, Scenario, Step};
 use crate::api::server::{ApiServer, ApiServerConfig};
 use crate::api::{EndpointSlice, Node, Pod, Service, ServiceType};
 use crate::controllers::LbController;
@@ -29,14 +29,20 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 
+/// The scenario's id, for the page, which reads no [`Entry`].
+pub const ID: &str = "your-cluster";
+
 pub const ENTRY: Entry = Entry {
-    id: "your-cluster",
-    title: "Your cluster",
-    blurb: "Paste kubectl get nodes,pods,services,endpointslices -A -o yaml and watch a request go through your own kube-proxy rules",
-    params: empty_params,
+    about: About {
+        id: ID,
+        title: "Your cluster",
+        blurb: "Paste kubectl get nodes,pods,services,endpointslices -A -o yaml and watch a request go through your own kube-proxy rules",
+        params: empty_params,
+        // Their Services are theirs: the manifest editor works on the
+        // scenarios' own clusters.
+        editor: None,
+    },
     build: build_empty,
-    // Their Services are theirs: the manifest editor works on the
-    // scenarios' own clusters.
     edit: None,
 };
 
