@@ -156,6 +156,16 @@ fn nothing(id: &str, params: &Params) -> Arc<Scenario> {
     Arc::new(Scenario { id: id.to_string(), title: title.to_string(), params: params.clone(), actors: Vec::new(), steps: Vec::new(), demos: Vec::new(), comparison: None, what_if: None, actions: Vec::new() })
 }
 
+/// What the page says when the worker cannot build what was asked: with
+/// nothing shown yet (start-up), or with the last scenario kept.
+fn failed_build(why: &str, nothing_shown: bool) -> String {
+    if nothing_shown {
+        format!("kubehops's model could not start: {why}. Reload the page to try again.")
+    } else {
+        format!("kubehops's model stopped: {why}. What was shown before stays; choose again, or reload the page, to retry.")
+    }
+}
+
 /// Whether the scenario memo's new value is another scenario: the same
 /// one handed on is not, without comparing it field by field.
 fn other_scenario(old: Option<&Arc<Scenario>>, new: Option<&Arc<Scenario>>) -> bool {
@@ -338,11 +348,15 @@ impl Player {
                 p.request(id, params);
             }
         });
-        // A scenario that cannot come (the worker stopped) is said once,
-        // with what is shown instead.
+        // A scenario that cannot come (the worker stopped while one was
+        // asked for) is said once, with what is shown instead. A worker
+        // that fails while nothing waits for it is started again by the
+        // next request, which says so if it fails too.
         Effect::new(move |_| {
             if let crate::worker::Status::Failed(why) = p.builder.get() {
-                p.notices.set(vec![format!("kubehops's model stopped: {why}. What was shown before stays; choose again, or reload the page, to retry.")]);
+                if p.pending.get_untracked() || p.waiting.get_untracked() {
+                    p.notices.set(vec![failed_build(&why, p.n_steps() == 0)]);
+                }
             }
         });
         // The worker is started once the page is shown, so the first

@@ -154,6 +154,31 @@ await test('opening state: read from the build\'s data for a default link, the s
   check(set.fetched.length === 0 && set.builds === 1, `a link with parameters fetched ${set.fetched.join(', ') || 'nothing'} and built ${set.builds} times`);
 });
 
+// The worker builds every scenario after the opening state (src/worker.rs).
+// When it cannot load, the opening state still plays, nothing is said
+// until something is asked of it, and a change says why and keeps what is
+// shown.
+await test('a worker that cannot load: the opening state plays, and a change of parameters says why and keeps what is shown', async () => {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.route(/kubehops-worker-[0-9a-f]+_bg\.wasm$/, (r) => r.abort());
+  await page.goto(`${origin}/#/service-types/1`);
+  await page.waitForSelector('.kh[data-step] .kh-node-card', { timeout: 15000 });
+  await page.waitForTimeout(1000);
+  check(await page.locator('.kh-notice').count() === 0, `a notice before anything was asked: ${await page.locator('.kh-notice').allTextContents()}`);
+  await page.getByRole('button', { name: 'Next step', exact: true }).click();
+  await page.waitForFunction(() => document.querySelector('.kh')?.getAttribute('data-step') === '2');
+  await page.getByRole('tab', { name: 'NodePort', exact: true }).click();
+  await page.waitForSelector('.kh-notice', { timeout: 10000 });
+  const said = await page.textContent('.kh-notice');
+  check(said.includes("kubehops's model stopped") && said.includes('What was shown before stays'), `notice: ${said}`);
+  check((await page.textContent('.kh-canvas svg')).includes('Node-1'), 'the canvas was lost');
+  check(await page.textContent('h1') === 'The five Service types', 'the scenario changed');
+  check(errors.length === 0, `page errors: ${errors.join(' | ')}`);
+  await page.close();
+});
+
 await test('controls are real buttons with accessible names', async () => {
   const { page } = await open();
   for (const name of ['Play', 'Previous step', 'Next step', 'Restart']) {
