@@ -139,6 +139,11 @@ fn send(parent: &web_sys::Window, display: &Display, event: &Event) {
     }
 }
 
+/// The error a `kubehops:set` gets when its state is not shown: another
+/// command, a link or a choice asked for another one before it was built,
+/// or the page's worker stopped.
+const SUPERSEDED: &str = "The state asked for was not shown: a newer change took its place before it was ready, or the page could not build it.";
+
 /// Opens the state a `kubehops:set` resolved to, and plays on from there
 /// or pauses, as it asked.
 fn apply_set(player: Player, target: &link::Link, play: Option<bool>) {
@@ -180,21 +185,34 @@ pub fn connect_host(player: Player) {
             Command::Set(set) => {
                 // Applied once the page has the scenario it asks for (the
                 // worker may build it first), and answered then.
-                let current = untrack(|| player.link());
+                // From what was last asked for (a choice still being built
+                // included), not only what is shown.
+                let mut current = untrack(|| player.link());
+                current.scenario = player.scenario_id.get_untracked();
+                current.params = player.params.get_untracked();
                 match protocol::resolve(&set, &current, |_, _| usize::MAX) {
                     Err(msg) => Some(Event::Error(req.id.clone(), msg)),
                     Ok((target, _)) => {
-                        let (origin, parent, id) = (e.origin(), p2.clone(), req.id.clone());
-                        player.when_built(target.scenario, target.params, move || {
-                            let event = match protocol::resolve(&set, &current, |id, p| player.known_steps(id, p).unwrap_or(usize::MAX)) {
+                        let reply = {
+                            let (origin, parent) = (e.origin(), p2.clone());
+                            move |event: Event| {
+                                let _ = parent.post_message(&to_js(&event.data()), &origin);
+                            }
+                        };
+                        let (id, id2, reply2) = (req.id.clone(), req.id.clone(), reply.clone());
+                        let ready = move || {
+                            reply(match protocol::resolve(&set, &current, |id, p| player.known_steps(id, p).unwrap_or(usize::MAX)) {
                                 Err(msg) => Event::Error(id, msg),
                                 Ok((target, play)) => {
                                     apply_set(player, &target, play);
                                     Event::State(id, untrack(|| state(player)))
                                 }
-                            };
-                            let _ = parent.post_message(&to_js(&event.data()), &origin);
-                        });
+                            })
+                        };
+                        // Every command is answered once: one whose state is
+                        // overtaken before it is built says so.
+                        let dropped = move || reply2(Event::Error(id2, SUPERSEDED.to_string()));
+                        player.when_built_or(target.scenario, target.params, ready, dropped);
                         return;
                     }
                 }

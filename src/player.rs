@@ -77,8 +77,29 @@ thread_local! {
     static OPENED: RefCell<Option<Answered>> = const { RefCell::new(None) };
     static BUILD_HERE: Cell<Option<BuildHere>> = const { Cell::new(None) };
     /// What waits for the scenario the worker was last asked for
-    /// (`Player::when_built`): its (id, parameters), and what to do then.
-    static WAITING: RefCell<Option<(String, Params, Box<dyn FnOnce()>)>> = RefCell::new(None);
+    /// (`Player::when_built`).
+    static WAITING: RefCell<Option<Waiting>> = const { RefCell::new(None) };
+    /// The last scenario asked of the worker: it is not asked again while
+    /// it is on its way (only the newest answer is taken, so asking again
+    /// would put it off).
+    static ASKED: RefCell<Option<(String, Params)>> = const { RefCell::new(None) };
+}
+
+/// A wait for a scenario: its (id, parameters), what to do once it is
+/// here, and what to do if it never comes (a newer wait or build took its
+/// place, or the worker stopped).
+struct Waiting {
+    id: String,
+    params: Params,
+    ready: Box<dyn FnOnce()>,
+    dropped: Box<dyn FnOnce()>,
+}
+
+/// Ends the wait there is, if any, without its scenario.
+fn drop_waiting() {
+    if let Some(w) = WAITING.with(|w| w.borrow_mut().take()) {
+        (w.dropped)();
+    }
 }
 
 /// Hands start-up's scenario to the player the app makes next.
@@ -341,10 +362,12 @@ impl Player {
             p.rebuilding.set_value(true);
             p.send(Job::Cluster { paste: None, params });
         });
-        // Each new (id, parameters) with nothing to show yet is built.
+        // Each new (id, parameters) with nothing to show yet is built (and
+        // each time nothing is there to show again: a cleared paste on
+        // "Your cluster").
         Effect::new(move |_| {
             let (id, params) = (p.scenario_id.get(), p.params.get());
-            if p.pending.get_untracked() {
+            if p.pending.get() {
                 p.request(id, params);
             }
         });
@@ -356,6 +379,7 @@ impl Player {
             if let crate::worker::Status::Failed(why) = p.builder.get() {
                 if p.pending.get_untracked() || p.waiting.get_untracked() {
                     p.notices.set(vec![failed_build(&why, p.n_steps() == 0)]);
+                    p.build_failed();
                 }
             }
         });
@@ -369,8 +393,14 @@ impl Player {
         crate::worker::send(job, status, move |r| self.take_reply(r));
     }
 
-    /// Asks the worker for scenario `id` with `params`.
+    /// Asks the worker for scenario `id` with `params`, unless that is
+    /// what it is building now.
     fn request(self, id: String, params: Params) {
+        let asked = ASKED.with(|a| a.borrow().as_ref().is_some_and(|(i, p)| *i == id && *p == params));
+        if asked && crate::worker::in_flight(Kind::Build) {
+            return;
+        }
+        ASKED.with(|a| *a.borrow_mut() = Some((id.clone(), params.clone())));
         self.send(Job::Build { id, params });
     }
 
@@ -401,13 +431,21 @@ impl Player {
     /// once if it has, else when the worker's answer comes. Only the
     /// newest wait is kept: a later link or command replaces an earlier.
     pub fn when_built(self, id: String, params: Params, f: impl FnOnce() + 'static) {
+        self.when_built_or(id, params, f, || {});
+    }
+
+    /// [`Player::when_built`], with what to do if the scenario never comes
+    /// for this wait: a newer wait or build takes its place, or the worker
+    /// stops.
+    pub fn when_built_or(self, id: String, params: Params, ready: impl FnOnce() + 'static, dropped: impl FnOnce() + 'static) {
+        drop_waiting();
         if self.known_steps(&id, &params).is_some() {
-            WAITING.with(|w| w.borrow_mut().take());
             self.waiting.set(false);
-            f();
+            ready();
             return;
         }
-        WAITING.with(|w| *w.borrow_mut() = Some((id.clone(), params.clone(), Box::new(f))));
+        let w = Waiting { id: id.clone(), params: params.clone(), ready: Box::new(ready), dropped: Box::new(dropped) };
+        WAITING.with(|slot| *slot.borrow_mut() = Some(w));
         self.waiting.set(true);
         self.request(id, params);
     }
@@ -416,7 +454,29 @@ impl Player {
     /// yet applied (`choose`), or a scenario the worker is building. The
     /// page is `aria-busy` while it is.
     pub fn busy(&self) -> bool {
-        self.chosen.with(|c| !c.is_empty()) || self.waiting.get() || self.pending.get()
+        let building = !matches!(self.builder.get(), crate::worker::Status::Failed(_));
+        self.chosen.with(|c| !c.is_empty()) || (building && (self.waiting.get() || self.pending.get()))
+    }
+
+    /// The worker stopped while a scenario was asked of it: what waited
+    /// for it is dropped, and the parameters go back to those of the
+    /// scenario shown (its controls show the truth, and choosing again
+    /// asks again).
+    fn build_failed(&self) {
+        drop_waiting();
+        self.waiting.set(false);
+        self.replay.set_value(None);
+        let back = self.answer.with_untracked(|a| {
+            a.as_ref().filter(|a| self.scenario.with_untracked(|s| a.scenario.as_ref().is_some_and(|x| Arc::ptr_eq(x, s)))).map(|a| (a.id.clone(), a.params.clone()))
+        });
+        if let Some((id, params)) = back {
+            if self.scenario_id.with_untracked(|i| *i != id) {
+                self.scenario_id.set(id);
+            }
+            if self.params.with_untracked(|p| *p != params) {
+                self.params.set(params);
+            }
+        }
     }
 
     /// The worker's scenario is here: what waited for it runs, or the step
@@ -425,7 +485,14 @@ impl Player {
         let admitted = a.scenario.is_some();
         // The worker answers only the newest request: an answer for other
         // parameters than the wait's means the wait was overtaken.
-        let waiting = WAITING.with(|w| w.borrow_mut().take()).and_then(|(id, params, f)| a.is_for(&id, &params).then_some(f));
+        let waiting = match WAITING.with(|w| w.borrow_mut().take()) {
+            Some(w) if a.is_for(&w.id, &w.params) => Some(w.ready),
+            Some(w) => {
+                (w.dropped)();
+                None
+            }
+            None => None,
+        };
         self.waiting.set(false);
         self.answer.set(Some(Arc::new(a)));
         if let Some(f) = waiting {

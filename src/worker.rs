@@ -98,6 +98,11 @@ fn set_status(kind: Kind, to: Status) {
     }
 }
 
+/// Whether a request of `kind` is still to be answered.
+pub fn in_flight(kind: Kind) -> bool {
+    !done(kind)
+}
+
 fn done(kind: Kind) -> bool {
     SEQS.with(|s| {
         let s = s.get();
@@ -157,6 +162,10 @@ pub fn warm(status: RwSignal<Status>) {
     let _ = running_or_started(Kind::Build);
 }
 
+/// How long start-up waits for its first build before it draws the page
+/// without it (which then says why, or shows the build when it comes).
+const FIRST_BUILD_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// Builds (id, parameters) before the page is drawn (a link to a state
 /// the page has no opening data for): `then` gets the worker's answer,
 /// or `None` if the worker could not start or stopped.
@@ -170,6 +179,16 @@ pub fn build_first(id: String, params: Params, then: impl FnOnce(Option<Built>) 
             }
         }))
     });
+    // A worker whose wasm never arrives (a fetch that hangs rather than
+    // fails) must not keep the page behind its first frame for ever.
+    leptos::prelude::set_timeout(
+        || {
+            if let Some(f) = ON_FAIL.with(|f| f.borrow_mut().take()) {
+                f();
+            }
+        },
+        FIRST_BUILD_WAIT,
+    );
     // Owned by no reactive scope: it lives as long as the page.
     let status = RwSignal::new(Status::Idle);
     send(Job::Build { id, params }, status, move |reply| {

@@ -356,6 +356,22 @@ await test('a host page on another origin sizes the iframe from the height messa
   const netErr = await h.next('kubehops:error', n);
   check(netErr.id === 'badnet' && /"geneve" is not a value of network; it takes routed, vxlan/.test(netErr.message), `network error: ${JSON.stringify(netErr)}`);
 
+  // Two commands in a row, the first still being built (by the page's
+  // worker) when the second comes: each is answered once, the first with
+  // an error that says it was overtaken, and the second is what is shown.
+  n = (await h.messages()).length;
+  await h.page.evaluate(() => {
+    window.send({ type: 'kubehops:set', version: 1, scenario: 'local-lab', step: 2, id: 'first' });
+    window.send({ type: 'kubehops:set', version: 1, scenario: 'nodeport-loadbalancer', step: 2, id: 'second' });
+  });
+  st = await h.next('kubehops:state', n);
+  check(st.id === 'second' && st.state.scenario === 'nodeport-loadbalancer' && st.state.step === 2, `second: ${JSON.stringify(st)}`);
+  await h.page.waitForTimeout(300);
+  const answers = (await h.messages()).slice(n).filter((m) => m.id === 'first' || m.id === 'second');
+  check(answers.length === 2 && answers.some((m) => m.id === 'first' && m.type === 'kubehops:error' && /newer change/.test(m.message)), `answers: ${JSON.stringify(answers)}`);
+  await h.send({ type: 'kubehops:set', version: 1, scenario: 'service-types', step: 2, network: 'vxlan', id: 'back' });
+  await h.next('kubehops:state', (await h.messages()).length - 1);
+
   n = (await h.messages()).length;
   await h.send({ type: 'kubehops:set', version: 1, step: 99, id: 'bad' });
   const err = await h.next('kubehops:error', n);

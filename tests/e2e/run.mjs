@@ -175,6 +175,9 @@ await test('a worker that cannot load: the opening state plays, and a change of 
   check(said.includes("kubehops's model stopped") && said.includes('What was shown before stays'), `notice: ${said}`);
   check((await page.textContent('.kh-canvas svg')).includes('Node-1'), 'the canvas was lost');
   check(await page.textContent('h1') === 'The five Service types', 'the scenario changed');
+  // Not left busy, and the controls show what is shown (choosing again asks again).
+  await page.waitForFunction(() => !document.querySelector('.kh[aria-busy]'), null, { timeout: 5000 });
+  check(await page.getByRole('tab', { name: 'ClusterIP', exact: true }).getAttribute('aria-selected') === 'true', 'the tab shown is not the tab of the picture');
   check(errors.length === 0, `page errors: ${errors.join(' | ')}`);
   await page.close();
 });
