@@ -66,6 +66,9 @@ pub struct Counts {
     pub underlay_frames: usize,
     /// Pod-to-Pod packets that crossed between nodes unwrapped (each a failure).
     pub bare: usize,
+    /// Connections checked a second time over a later end mark (see
+    /// `scenario::replay`'s use of [`Capture::check`]).
+    pub rechecked: usize,
 }
 
 /// A running capture of the fabric; stopped (and its file removed) on drop.
