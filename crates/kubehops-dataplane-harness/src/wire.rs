@@ -231,9 +231,41 @@ fn parse_answer(line: &str, nonce: u64) -> Outcome {
     }
 }
 
-/// Dials `dst` from `src` (port 0: any) inside `ns`, sends one request and
-/// waits for the answer.
+/// Source ports a probe takes in turn when its caller leaves the port
+/// open: above the NodePort range and below nothing the harness serves.
+/// The kernel's own choice can hand a port straight back once its socket
+/// is closed (probes close with a reset), and a connection that timed out
+/// leaves its conntrack entry behind: a second connection from the same
+/// port then rides that entry and walks no NAT rule. Taking ports in turn
+/// means no port repeats within a run (each run has fewer connections
+/// than the range has ports).
+const PROBE_PORTS: std::ops::RangeInclusive<u16> = 33000..=60999;
+static NEXT_PORT: AtomicU64 = AtomicU64::new(0);
+/// Ports tried before giving up when each is taken in the namespace.
+const PORT_TRIES: usize = 16;
+
+fn next_source_port() -> u16 {
+    let span = u64::from(PROBE_PORTS.end() - PROBE_PORTS.start()) + 1;
+    let n = NEXT_PORT.fetch_add(1, Ordering::SeqCst) % span;
+    PROBE_PORTS.start() + n as u16
+}
+
+/// Dials `dst` from `src` inside `ns`, sends one request and waits for the
+/// answer. Port 0 takes the next of [`PROBE_PORTS`] that is free.
 pub fn probe(ns: &Netns, proto: Protocol, src: SockAddr, dst: SockAddr) -> Result<Conn, String> {
+    if src.port != 0 {
+        return probe_from(ns, proto, src, dst)?.ok_or_else(|| format!("{src} is taken"));
+    }
+    for _ in 0..PORT_TRIES {
+        if let Some(conn) = probe_from(ns, proto, SockAddr::new(src.ip, next_source_port()), dst)? {
+            return Ok(conn);
+        }
+    }
+    Err(format!("{PORT_TRIES} source ports in a row were taken on {}", src.ip))
+}
+
+/// One probe from exactly `src`; `None` when that address is taken.
+fn probe_from(ns: &Netns, proto: Protocol, src: SockAddr, dst: SockAddr) -> Result<Option<Conn>, String> {
     let nonce = NONCE.fetch_add(1, Ordering::SeqCst);
     match proto {
         Protocol::Tcp => ns.within(move || tcp_probe(src, dst, nonce)),
@@ -242,18 +274,23 @@ pub fn probe(ns: &Netns, proto: Protocol, src: SockAddr, dst: SockAddr) -> Resul
     }
 }
 
+fn taken(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::AddrInUse
+}
+
 fn local_of(a: std::io::Result<std::net::SocketAddr>, fallback: SockAddr) -> SockAddr {
     a.ok().and_then(sock).unwrap_or(fallback)
 }
 
-fn tcp_probe(src: SockAddr, dst: SockAddr, nonce: u64) -> Conn {
+fn tcp_probe(src: SockAddr, dst: SockAddr, nonce: u64) -> Option<Conn> {
     let (stream, connected) = match sys::tcp_connect(sys::v4(src.ip, src.port), sys::v4(dst.ip, dst.port), CONNECT_TIMEOUT) {
         Ok(s) => s,
-        Err(e) => return Conn { outcome: Outcome::Failed(format!("socket from {src}: {e}")), local: src, _tcp: None, _udp: None },
+        Err(e) if taken(&e) => return None,
+        Err(e) => return Some(Conn { outcome: Outcome::Failed(format!("socket from {src}: {e}")), local: src, _tcp: None, _udp: None }),
     };
     let local = local_of(stream.local_addr(), src);
     if let Err(e) = connected {
-        return Conn { outcome: classify(&e), local, _tcp: None, _udp: None };
+        return Some(Conn { outcome: classify(&e), local, _tcp: None, _udp: None });
     }
     let outcome = (|| {
         stream.set_read_timeout(Some(ANSWER_TIMEOUT)).map_err(|e| classify(&e))?;
@@ -266,13 +303,14 @@ fn tcp_probe(src: SockAddr, dst: SockAddr, nonce: u64) -> Conn {
         Ok(parse_answer(&line, nonce))
     })()
     .unwrap_or_else(|o| o);
-    Conn { outcome, local, _tcp: Some(stream), _udp: None }
+    Some(Conn { outcome, local, _tcp: Some(stream), _udp: None })
 }
 
-fn udp_probe(src: SockAddr, dst: SockAddr, nonce: u64) -> Conn {
+fn udp_probe(src: SockAddr, dst: SockAddr, nonce: u64) -> Option<Conn> {
     let socket = match UdpSocket::bind(sys::v4(src.ip, src.port)) {
         Ok(s) => s,
-        Err(e) => return Conn { outcome: Outcome::Failed(format!("bind {src}: {e}")), local: src, _tcp: None, _udp: None },
+        Err(e) if taken(&e) => return None,
+        Err(e) => return Some(Conn { outcome: Outcome::Failed(format!("bind {src}: {e}")), local: src, _tcp: None, _udp: None }),
     };
     let local = local_of(socket.local_addr(), src);
     let outcome = (|| {
@@ -286,7 +324,7 @@ fn udp_probe(src: SockAddr, dst: SockAddr, nonce: u64) -> Conn {
         Ok(parse_answer(&String::from_utf8_lossy(&buf[..n]), nonce))
     })()
     .unwrap_or_else(|o| o);
-    Conn { outcome, local, _tcp: None, _udp: Some(socket) }
+    Some(Conn { outcome, local, _tcp: None, _udp: Some(socket) })
 }
 
 #[cfg(test)]
