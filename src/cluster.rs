@@ -11,7 +11,8 @@
 use crate::app::Ctx;
 use kubehops_core::scenarios::{self, your_cluster, ParamSpec};
 use crate::worker::Status;
-use kubehops_core::worker::Cluster;
+use kubehops_core::scenarios::Scenario;
+use kubehops_core::worker::{Cluster, Counts};
 use leptos::prelude::*;
 use std::sync::Arc;
 use wasm_bindgen::closure::Closure;
@@ -25,7 +26,24 @@ pub const SHOW_MAX: usize = 256 << 10;
 
 /// What the reader made of the pasted text: nothing pasted yet, the
 /// cluster read and built, or the error as the CLI prints it.
-pub type ClusterRead = Option<Result<Arc<Cluster>, String>>;
+pub type ClusterRead = Option<Result<Arc<Pasted>, String>>;
+
+/// A pasted cluster as the page keeps it: the worker's [`Cluster`], its
+/// scenario in an `Arc` of its own, so that showing it copies nothing and
+/// the player tells one build from another by identity.
+pub struct Pasted {
+    pub counts: Counts,
+    pub warnings: Vec<String>,
+    pub specs: Vec<ParamSpec>,
+    pub scenario: Arc<Scenario>,
+}
+
+impl From<Cluster> for Pasted {
+    fn from(c: Cluster) -> Pasted {
+        let Cluster { counts, warnings, specs, scenario } = c;
+        Pasted { counts, warnings, specs, scenario: Arc::new(scenario) }
+    }
+}
 
 /// The parameters offered for a scenario: the registry's, or for "Your
 /// cluster" with objects read, those of the cluster (its Services and clients).

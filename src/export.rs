@@ -70,11 +70,18 @@ fn standalone_svg() -> Option<(String, f64, f64)> {
     let svg = document().query_selector(".kh-stage .kh-canvas svg").ok()??;
     let copy: Element = svg.clone_node_with_deep(true).ok()?.dyn_into().ok()?;
     let view_box = svg.get_attribute("viewBox")?;
-    let dims: Vec<f64> = view_box.split_whitespace().filter_map(|v| v.parse().ok()).collect();
-    let (w, h) = (*dims.get(2)?, *dims.get(3)?);
+    // The view box's width and height as the core printed them, copied;
+    // read as numbers by the browser, so the page links no float parser
+    // or printer of its own for this alone.
+    let mut dims = view_box.split_whitespace().skip(2);
+    let (w_text, h_text) = (dims.next()?, dims.next()?);
+    let (w, h) = (js_sys::parse_float(w_text), js_sys::parse_float(h_text));
+    if !(w.is_finite() && h.is_finite()) {
+        return None;
+    }
     copy.set_attribute("xmlns", SVG_NS).ok()?;
-    copy.set_attribute("width", &w.to_string()).ok()?;
-    copy.set_attribute("height", &h.to_string()).ok()?;
+    copy.set_attribute("width", w_text).ok()?;
+    copy.set_attribute("height", h_text).ok()?;
     let doc = document();
     let style = doc.create_element_ns(Some(SVG_NS), "style").ok()?;
     style.set_text_content(Some(&canvas_css(&svg)));

@@ -36,7 +36,7 @@ fn default_id() -> String {
 /// A scenario handed to the page for (id, parameters): the worker's build,
 /// or the opening data read at start-up. The scenario is shared, so the
 /// memos that hand it on never copy it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Answered {
     pub id: String,
     pub params: Params,
@@ -116,10 +116,25 @@ pub fn build_here(f: BuildHere) {
 /// What the app shows for a scenario and its parameters: the scenario,
 /// or why the typed Service is not shown; `scenario` is `None` while the
 /// worker builds (or refused the typed Service).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 struct Shown {
     scenario: Option<Arc<Scenario>>,
     refusal: Option<Refusal>,
+}
+
+/// The same when it shows the same build: scenarios are told apart by
+/// identity, as each answer of the worker (or paste read) is an `Arc` of
+/// its own. Comparing them field by field would cost a walk of every
+/// step on each change of parameters, and the comparison's code (9 KB of
+/// wasm) on the page.
+impl PartialEq for Shown {
+    fn eq(&self, other: &Shown) -> bool {
+        let same = match (&self.scenario, &other.scenario) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        same && self.refusal == other.refusal
+    }
 }
 
 /// Whether these parameters carry a typed Service for scenario `id`.
@@ -132,7 +147,7 @@ fn typed(id: &str, p: &Params) -> bool {
 /// when it is for these very parameters, else nothing yet.
 fn shown_for(id: &str, params: &Params, cluster: &crate::cluster::ClusterRead, answer: &Option<Arc<Answered>>) -> Shown {
     if let (true, Some(Ok(c))) = (id == scenarios::your_cluster::ID, cluster) {
-        return Shown { scenario: Some(Arc::new(c.scenario.clone())), refusal: None };
+        return Shown { scenario: Some(c.scenario.clone()), refusal: None };
     }
     match answer {
         Some(a) if a.is_for(id, params) => Shown { scenario: a.scenario.clone(), refusal: a.refusal.clone() },
@@ -187,11 +202,11 @@ fn failed_build(why: &str, nothing_shown: bool) -> String {
     }
 }
 
-/// Whether the scenario memo's new value is another scenario: the same
-/// one handed on is not, without comparing it field by field.
+/// Whether the scenario memo's new value is another scenario: another
+/// build is, even when equal field by field (see [`Shown`]).
 fn other_scenario(old: Option<&Arc<Scenario>>, new: Option<&Arc<Scenario>>) -> bool {
     match (old, new) {
-        (Some(a), Some(b)) => !Arc::ptr_eq(a, b) && a != b,
+        (Some(a), Some(b)) => !Arc::ptr_eq(a, b),
         _ => true,
     }
 }
@@ -527,7 +542,7 @@ impl Player {
     fn take_reply(&self, r: Reply) {
         match r.answer {
             Answer::Cluster(c) => {
-                self.cluster.set(c.map(|o| o.map(Arc::new)));
+                self.cluster.set(c.map(|o| o.map(|c| Arc::new(c.into()))));
                 self.clamp_step();
                 if self.rebuilding.get_value() {
                     self.go_to(self.step.get_untracked());
