@@ -230,14 +230,40 @@ fn sync_link(player: Player) {
         }
     });
     let link = Memo::new(move |_| player.link_hash());
+    // Written after the frame that shows the change is painted, once for
+    // however many changes came before it: replaceState takes Chromium
+    // several milliseconds (with the packed manifest of an edit, 3 to 6),
+    // which a keystroke's next frame would otherwise wait for.
+    let queued = StoredValue::new(false);
     Effect::new(move |_| {
-        let h = link.get();
-        if window().location().hash().unwrap_or_default() != h {
-            if let Ok(hist) = window().history() {
-                let _ = hist.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&h));
-            }
+        link.track();
+        if !queued.get_value() {
+            queued.set_value(true);
+            request_animation_frame(move || {
+                set_timeout(
+                    move || {
+                        // The app may be gone by then (the wasm tests
+                        // unmount it): nothing to write.
+                        if queued.try_set_value(false).is_none() {
+                            if let Some(h) = link.try_get_untracked() {
+                                write_link(&h);
+                            }
+                        }
+                    },
+                    std::time::Duration::ZERO,
+                )
+            });
         }
     });
+}
+
+/// Puts `hash` in the address bar, if it is not there already.
+fn write_link(hash: &str) {
+    if window().location().hash().unwrap_or_default() != hash {
+        if let Ok(hist) = window().history() {
+            let _ = hist.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(hash));
+        }
+    }
 }
 
 fn sync_title(player: Player) {

@@ -14,6 +14,13 @@ await mkdir(out, { recursive: true });
 
 let passed = 0, failed = 0;
 function check(cond, msg) { if (!cond) throw new Error(msg); }
+
+// The address as the page leaves it: the app writes its link after the
+// frame that shows a change is painted (src/app.rs, sync_link), so this
+// reads it after a frame and the task that follows it.
+async function settledUrl(page) {
+  return page.evaluate(() => new Promise((r) => requestAnimationFrame(() => setTimeout(() => r(location.href), 0))));
+}
 async function test(name, fn) {
   try { await fn(); passed++; console.log(`ok   ${name}`); } catch (e) { failed++; console.log(`FAIL ${name}\n     ${e.message}`); }
 }
@@ -90,7 +97,7 @@ await test('a valid edit re-simulates: kubectl, the step and the hops follow', a
   await page.keyboard.press('End');
   await page.waitForFunction(() => document.body.innerText.includes('80:31234/TCP'));
   check((await kubectl(page)).includes('80:31234/TCP'), `kubectl: ${await kubectl(page)}`);
-  check(new URL(page.url()).hash.includes('tab=nodeport') && new URL(page.url()).hash.includes('manifest='), `link: ${page.url()}`);
+  check(new URL((await settledUrl(page))).hash.includes('tab=nodeport') && new URL((await settledUrl(page))).hash.includes('manifest='), `link: ${(await settledUrl(page))}`);
   // Send Request from the laptop now dials the typed node port.
   await page.getByRole('button', { name: /^Step \d+ of \d+: Send Request$/ }).click();
   await page.evaluate(() => document.activeElement.blur());

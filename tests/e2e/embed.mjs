@@ -121,6 +121,12 @@ async function clean(page, errors) {
 }
 
 function check(cond, msg) { if (!cond) throw new Error(msg); }
+// The address as the page leaves it: the app writes its link after the
+// frame that shows a change is painted (src/app.rs, sync_link), so this
+// reads it after a frame and the task that follows it.
+async function settledUrl(page) {
+  return page.evaluate(() => new Promise((r) => requestAnimationFrame(() => setTimeout(() => r(location.href), 0))));
+}
 
 async function test(name, fn) {
   try { await fn(); passed++; console.log(`ok   ${name}`); }
@@ -216,7 +222,7 @@ await test('theme=light|dark|auto sets data-theme on the root element (auto: non
     const { page, errors } = await open(`#/service-types/1?embed=1${t ? `&theme=${t}` : ''}`);
     const got = await page.evaluate(() => document.documentElement.getAttribute('data-theme'));
     check(got === want, `theme=${t}: data-theme is ${got}`);
-    if (t) check(page.url().includes(`theme=${t}`) === (t !== 'auto'), `theme=${t} not kept in the address: ${page.url()}`);
+    if (t) check((await settledUrl(page)).includes(`theme=${t}`) === (t !== 'auto'), `theme=${t} not kept in the address: ${page.url()}`);
     await clean(page, errors);
     await page.close();
   }

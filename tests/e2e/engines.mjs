@@ -302,6 +302,8 @@ window.send = (m) => f.contentWindow.postMessage(m, appOrigin);
     await browser.eval(() => document.activeElement?.blur());
     await browser.press('End');
     await waitFor(() => document.querySelector('[data-testid=kubectl]')?.textContent.includes('80:31234/TCP'), [], 'kubectl to show 80:31234/TCP', 10000);
+    // The link is written after the frame that shows the change.
+    await waitFor(() => location.hash.includes('tab=nodeport') && location.hash.includes('manifest='), [], 'the link to hold the edit', 5000).catch(() => {});
     const hash = await browser.eval(() => location.hash);
     check(hash.includes('tab=nodeport') && hash.includes('manifest='), `link: ${hash}`);
     await clean();

@@ -59,6 +59,13 @@ async function setTheme(page, theme) {
 
 function check(cond, msg) { if (!cond) throw new Error(msg); }
 
+// The address as the page leaves it: the app writes its link after the
+// frame that shows a change is painted (src/app.rs, sync_link), so this
+// reads it after a frame and the task that follows it.
+async function settledUrl(page) {
+  return page.evaluate(() => new Promise((r) => requestAnimationFrame(() => setTimeout(() => r(location.href), 0))));
+}
+
 async function test(name, fn) {
   try { await fn(); passed++; console.log(`ok   ${name}`); }
   catch (e) { failed++; console.log(`FAIL ${name}\n     ${String(e.message ?? e).split('\n').join('\n     ')}`); }
@@ -74,12 +81,12 @@ await test('a "Transcript" link opens view=transcript, and a link back returns t
   check(await link.count() === 1, 'no link named Transcript');
   await link.click();
   await page.waitForSelector('[data-testid=transcript]');
-  check(page.url().includes('view=transcript'), `the address does not say view=transcript: ${page.url()}`);
+  check((await settledUrl(page)).includes('view=transcript'), `the address does not say view=transcript: ${(await settledUrl(page))}`);
   check(await page.getAttribute('.kh', 'data-view') === 'transcript', 'the page is not in transcript view');
   check(await page.locator('.kh-stage').count() === 0, 'the animation is still drawn');
   await page.getByRole('link', { name: 'Back to the animation' }).click();
   await page.waitForSelector('.kh-stage');
-  check(!page.url().includes('view='), `still in transcript: ${page.url()}`);
+  check(!(await settledUrl(page)).includes('view='), `still in transcript: ${(await settledUrl(page))}`);
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
   await page.close();
 });

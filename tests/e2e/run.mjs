@@ -70,6 +70,13 @@ async function open(hash = '', opts = {}) {
 
 function check(cond, msg) { if (!cond) throw new Error(msg); }
 
+// The address as the page leaves it: the app writes its link after the
+// frame that shows a change is painted (src/app.rs, sync_link), so this
+// reads it after a frame and the task that follows it.
+async function settledUrl(page) {
+  return page.evaluate(() => new Promise((r) => requestAnimationFrame(() => setTimeout(() => r(location.href), 0))));
+}
+
 // A parameter control's choice is shown on the control at once and
 // applied a frame after the click, in a task of its own
 // (Player::choose); the page is aria-busy until then.
@@ -114,7 +121,7 @@ await test('served under a sub-path (/kh/), the page loads its files from there 
   // Every file came from under /kh/, none from the site root.
   const loaded = await page.evaluate(() => performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname));
   check(loaded.length >= 3 && loaded.every((p) => p.startsWith('/kh/')), `files loaded from outside /kh/: ${loaded.join(', ')}`);
-  check(new URL(page.url()).pathname === SUB, `page moved away from ${SUB}: ${page.url()}`);
+  check(new URL((await settledUrl(page))).pathname === SUB, `page moved away from ${SUB}: ${(await settledUrl(page))}`);
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
   await page.close();
 });
@@ -202,7 +209,7 @@ await test('Next step advances the indicator and changes the kubectl output', as
   check(await page.getByRole('button', { name: /^Step 2 of 5/ }).getAttribute('aria-current') === 'step', 'step 2 not marked current');
   const after = await kubectl(page);
   check(after !== before && after.includes('80:31000/TCP'), `kubectl did not change to the NodePort:\n${after}`);
-  check(page.url().endsWith('#/nodeport-loadbalancer/2'), `URL not updated: ${page.url()}`);
+  check((await settledUrl(page)).endsWith('#/nodeport-loadbalancer/2'), `URL not updated: ${(await settledUrl(page))}`);
   await page.close();
 });
 
@@ -275,7 +282,7 @@ await test('keyboard: . and , (and ] and [) step one hop, pausing, across steps'
   await page.keyboard.press(',');
   await page.keyboard.press('[');
   check((await status()).startsWith('2/6'), `, and [ should go back two hops: ${await status()}`);
-  check(page.url().endsWith('#/nodeport-loadbalancer/2/2'), `hash should name hop 2: ${page.url()}`);
+  check((await settledUrl(page)).endsWith('#/nodeport-loadbalancer/2/2'), `hash should name hop 2: ${(await settledUrl(page))}`);
   // At the end of a step, . opens the next step at its first hop…
   await page.locator('body').press('End');
   await page.keyboard.press('.');
@@ -380,7 +387,7 @@ await test('a paused hop stays in the link: #/…/4/3 reloads at hop 3', async (
     check(await currentStep(page) === 4, `${when}: not on step 4`);
     check((await page.getAttribute('.kh-status', 'data-hop')).startsWith('3/'), `${when}: status ${await page.textContent('.kh-status')}`);
     check(await page.getAttribute('.kh-hopbtn[aria-current=true]', 'aria-label').then((l) => l.startsWith('Show hop 3')), `${when}: hop 3 not current`);
-    check(page.url().endsWith('#/nodeport-loadbalancer/4/3'), `${when}: hash ${page.url()}`);
+    check((await settledUrl(page)).endsWith('#/nodeport-loadbalancer/4/3'), `${when}: hash ${(await settledUrl(page))}`);
   };
   await at3('opened');
   await page.reload();
@@ -388,24 +395,24 @@ await test('a paused hop stays in the link: #/…/4/3 reloads at hop 3', async (
   await at3('reloaded');
   // Choosing a hop writes it; the end is /end; playing names only the step.
   await page.getByRole('button', { name: /^Show hop 1[:( ]/ }).click();
-  check(page.url().endsWith('#/nodeport-loadbalancer/4/1'), `after hop 1: ${page.url()}`);
+  check((await settledUrl(page)).endsWith('#/nodeport-loadbalancer/4/1'), `after hop 1: ${(await settledUrl(page))}`);
   // End on the focused hop button is the button's; from the page it is ours.
   await page.keyboard.press('End');
-  check(page.url().endsWith('#/nodeport-loadbalancer/4/1'), `End on a focused button moved the player: ${page.url()}`);
+  check((await settledUrl(page)).endsWith('#/nodeport-loadbalancer/4/1'), `End on a focused button moved the player: ${(await settledUrl(page))}`);
   await page.evaluate(() => document.activeElement.blur());
   await page.keyboard.press('End');
-  check(page.url().endsWith('#/nodeport-loadbalancer/4/end'), `at the end: ${page.url()}`);
+  check((await settledUrl(page)).endsWith('#/nodeport-loadbalancer/4/end'), `at the end: ${(await settledUrl(page))}`);
   await page.getByRole('button', { name: 'Previous step' }).click();
-  check(page.url().endsWith('#/nodeport-loadbalancer/3'), `playing: ${page.url()}`);
+  check((await settledUrl(page)).endsWith('#/nodeport-loadbalancer/3'), `playing: ${(await settledUrl(page))}`);
   // With a seed, the seed stays last.
   await page.goto(`${origin}/#/nodeport-loadbalancer/2/4?seed=42`);
   await page.reload();
   await page.waitForSelector('.kh[data-step] .kh-node-card');
-  check(page.url().endsWith('#/nodeport-loadbalancer/2/4?seed=42') && (await page.getAttribute('.kh-status', 'data-hop')).startsWith('4/6'), `seeded: ${page.url()}`);
+  check((await settledUrl(page)).endsWith('#/nodeport-loadbalancer/2/4?seed=42') && (await page.getAttribute('.kh-status', 'data-hop')).startsWith('4/6'), `seeded: ${(await settledUrl(page))}`);
   // Editing the hash by hand opens the new position and is not overwritten.
   await page.evaluate(() => { location.hash = '#/nodeport-loadbalancer/5/2'; });
   await page.waitForFunction(() => document.querySelector('.kh').dataset.step === '5');
-  check((await page.getAttribute('.kh-status', 'data-hop')).startsWith('2/') && page.url().endsWith('#/nodeport-loadbalancer/5/2'), `edited: ${page.url()}`);
+  check((await page.getAttribute('.kh-status', 'data-hop')).startsWith('2/') && (await settledUrl(page)).endsWith('#/nodeport-loadbalancer/5/2'), `edited: ${(await settledUrl(page))}`);
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
   await page.close();
 });
@@ -415,7 +422,7 @@ await test('a hop past the end of a step shows its end and says so', async () =>
   const notice = await page.textContent('.kh-notice');
   check(notice.includes('Hop 99 does not exist; step 2 has 6 hops. Showing its end.'), `notice: ${notice}`);
   check(await currentStep(page) === 2 && (await page.getAttribute('.kh-status', 'data-hop')).startsWith('6/6'), 'should show the end of step 2');
-  check(page.url().endsWith('#/nodeport-loadbalancer/2/end'), `hash: ${page.url()}`);
+  check((await settledUrl(page)).endsWith('#/nodeport-loadbalancer/2/end'), `hash: ${(await settledUrl(page))}`);
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
   await page.close();
 });
@@ -676,19 +683,19 @@ await test('random pick: the switch rebuilds the walkthrough with a seed, and of
   check(await sw.isChecked(), 'switch did not turn on');
   await page.waitForFunction(() => /\?seed=\d+$/.test(location.hash));
   const seed1 = (await page.textContent('[data-testid=seed]')).replace(/\D/g, '');
-  check(page.url().endsWith(`#/nodeport-loadbalancer/2?seed=${seed1}`), `hash lacks the seed: ${page.url()}`);
+  check((await settledUrl(page)).endsWith(`#/nodeport-loadbalancer/2?seed=${seed1}`), `hash lacks the seed: ${(await settledUrl(page))}`);
   check(await currentStep(page) === 2, 'the step was not kept');
   check(await page.getAttribute('.kh', 'data-playing') === 'true', 'the step did not play again');
   await choose(page, page.getByRole('button', { name: 'New seed' }));
   const seed2 = (await page.textContent('[data-testid=seed]')).replace(/\D/g, '');
-  check(seed2 !== seed1 && page.url().endsWith(`?seed=${seed2}`), `New seed: ${seed1} → ${seed2}, ${page.url()}`);
+  check(seed2 !== seed1 && (await settledUrl(page)).endsWith(`?seed=${seed2}`), `New seed: ${seed1} → ${seed2}, ${(await settledUrl(page))}`);
   check((await page.textContent('.kh-canvas svg')).includes('Node-3'), 'canvas gone after a new seed');
   await sw.uncheck();
   await settled(page);
   await page.waitForFunction(() => !location.hash.includes('?'));
   check(await page.textContent('.kh-hoplist') === fixed, 'turning it off did not restore the fixed picks');
   // Playing, the link names the step; if the replay already ended, its end.
-  check(/#\/nodeport-loadbalancer\/2(\/end)?$/.test(page.url()), `hash: ${page.url()}`);
+  check(/#\/nodeport-loadbalancer\/2(\/end)?$/.test((await settledUrl(page))), `hash: ${(await settledUrl(page))}`);
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
   await page.close();
 });
@@ -700,10 +707,10 @@ await test('a seed in the link picks differently and still works', async () => {
   check((await page.textContent('.kh-hoplist')).includes('DNAT to 10.244.1.5:8080'), 'seed 42 should pick the Pod on Node-1 in step 2');
   check((await page.getAttribute('.kh-status', 'data-hop')).startsWith('6/6'), 'the step should open at its end');
   check(await page.locator('.kh-notice').count() === 0, 'a good seed should not leave a notice');
-  check(page.url().endsWith('#/nodeport-loadbalancer/2/end?seed=42'), `hash: ${page.url()}`);
+  check((await settledUrl(page)).endsWith('#/nodeport-loadbalancer/2/end?seed=42'), `hash: ${(await settledUrl(page))}`);
   // Playing on through the steps works with the seed too.
   await page.getByRole('button', { name: 'Next step' }).click();
-  check(await currentStep(page) === 3 && page.url().endsWith('#/nodeport-loadbalancer/3?seed=42'), `next: ${page.url()}`);
+  check(await currentStep(page) === 3 && (await settledUrl(page)).endsWith('#/nodeport-loadbalancer/3?seed=42'), `next: ${(await settledUrl(page))}`);
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
   await page.close();
 });
@@ -714,7 +721,7 @@ await test('a bad seed in the link gives a notice and the fixed picks', async ()
   check(notice.includes('seed') && notice.includes('4x2'), `notice: ${notice}`);
   check(!(await pick(page).isChecked()), 'switch should be off after a bad seed');
   check(await currentStep(page) === 3, 'the step should still open');
-  check(!page.url().includes('seed'), `bad seed kept in the hash: ${page.url()}`);
+  check(!(await settledUrl(page)).includes('seed'), `bad seed kept in the hash: ${(await settledUrl(page))}`);
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
   await page.close();
 });
@@ -946,7 +953,7 @@ await test('explorer: From Outside ends in a dropped hop, and says why', async (
   const last = page.locator('.kh-hoplist li').last();
   check((await last.textContent()).includes('DROP'), `last hop is not a drop: ${await last.textContent()}`);
   check((await page.textContent('.kh-hop')).includes('exists only in kube-proxy'), 'the drop reason is not shown');
-  check(page.url().includes('demo=from-outside') && page.url().includes('client=laptop'), `link lacks the demo: ${page.url()}`);
+  check((await settledUrl(page)).includes('demo=from-outside') && (await settledUrl(page)).includes('client=laptop'), `link lacks the demo: ${(await settledUrl(page))}`);
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
   await page.close();
 });
@@ -1005,7 +1012,7 @@ await test('explorer: the manifest marks what changed from the previous tab', as
   const changed = await page.locator('.kh-line.changed').allTextContents();
   check(changed.some((l) => l.includes('clusterIP: None')), `changed lines: ${changed.join(' | ')}`);
   check((await page.textContent('.kh-hoplist')).includes('rejected'), 'the refused update is not shown');
-  check(page.url().includes('from=nodeport'), `the link does not say where the tab came from: ${page.url()}`);
+  check((await settledUrl(page)).includes('from=nodeport'), `the link does not say where the tab came from: ${(await settledUrl(page))}`);
   await page.close();
 });
 
