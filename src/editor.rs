@@ -8,6 +8,7 @@ use crate::app::Ctx;
 use crate::worker::Status;
 use kubehops_core::compact;
 use kubehops_core::scenarios::starting_text;
+use kubehops_core::worker::Refusal;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -62,7 +63,9 @@ pub fn ManifestEditor(editing: RwSignal<bool>) -> impl IntoView {
             let _ = a.focus();
         }
     };
-    let refused_lines = Memo::new(move |_| player.refusal.with(|r| r.as_ref().map(|r| r.lines()).unwrap_or_default()));
+    let said = said(player);
+    // The lines of the refusal the status shows (kept while a check runs).
+    let refused_lines = Memo::new(move |_| said.with(|s| if let Said::Refused(r) = s { r.lines() } else { Vec::new() }));
     // The draft's lines, and whether it ends in a new one: a keystroke
     // that adds no line redraws no number.
     let lines = Memo::new(move |_| draft.with(|d| (d.lines().count(), d.ends_with('\n'))));
@@ -88,7 +91,7 @@ pub fn ManifestEditor(editing: RwSignal<bool>) -> impl IntoView {
                     class="kh-editor-text"
                     aria-label="Service manifest (YAML or JSON)"
                     aria-describedby="kh-editor-help kh-editor-status"
-                    aria-invalid=move || player.refusal.with(|r| r.is_some()).to_string()
+                    aria-invalid=move || said.with(|s| matches!(s, Said::Refused(_))).to_string()
                     spellcheck="false"
                     autocomplete="off"
                     autocapitalize="off"
@@ -100,7 +103,7 @@ pub fn ManifestEditor(editing: RwSignal<bool>) -> impl IntoView {
                     on:keydown=on_key
                 ></textarea>
             </div>
-            <EditStatus draft=draft/>
+            <EditStatus draft=draft said=said/>
             <div class="kh-editor-actions">
                 <button type="button" class="kh-btn" on:click=reset>"Reset"</button>
                 <button type="button" class="kh-btn" on:click=move |_| editing.set(false)>"Done"</button>
@@ -109,23 +112,65 @@ pub fn ManifestEditor(editing: RwSignal<bool>) -> impl IntoView {
     }
 }
 
+/// What the status line says about the typed Service.
+#[derive(Clone, PartialEq)]
+enum Said {
+    Accepted,
+    Refused(Refusal),
+    Checking,
+    Starting,
+    Stopped(String),
+}
+
+/// How long a check runs before the status line says so. A keystroke's
+/// check takes the worker about 20 to 40 ms: saying "Checking…" for it
+/// would flash a line between every two keys (and lay the page out again
+/// each time), so until then the last result stays, marked busy.
+const SAY_CHECKING_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// What the status says now: the worker's result, or while it checks,
+/// the last result until the check has taken [`SAY_CHECKING_AFTER`].
+fn said(player: crate::player::Player) -> Memo<Said> {
+    let slow = RwSignal::new(false);
+    Effect::new(move |_| {
+        if player.checking.get() {
+            set_timeout(move || slow.set(player.checking.get_untracked()), SAY_CHECKING_AFTER);
+        } else {
+            slow.set(false);
+        }
+    });
+    Memo::new(move |prev: Option<&Said>| {
+        if !player.checking.get() {
+            return player.refusal.get().map_or(Said::Accepted, Said::Refused);
+        }
+        let now = match player.builder.get() {
+            Status::Failed(why) => return Said::Stopped(why),
+            Status::Starting => Said::Starting,
+            _ => Said::Checking,
+        };
+        match prev {
+            Some(last) if !slow.get() => last.clone(),
+            _ => now,
+        }
+    })
+}
+
 /// Whether the typed Service plays, or why not (at its lines), and whether
-/// the link can carry it.
+/// the link can carry it. While the worker checks, the line is
+/// `aria-busy`, and says so once the check takes a while.
 #[component]
-fn EditStatus(draft: RwSignal<String>) -> impl IntoView {
+fn EditStatus(draft: RwSignal<String>, said: Memo<Said>) -> impl IntoView {
     let player = expect_context::<Ctx>().player;
     let link_note = Memo::new(move |_| draft.with(|d| compact::pack(d).err().map(|e| format!("{e} It is kept on this page only; the link shows the last state that fits."))));
-    let status = move || match player.refusal.get() {
-        _ if player.checking.get() => match player.builder.get() {
-            Status::Failed(why) => view! {
-                <div class="kh-refusal" role="alert">
-                    <p>{format!("kubehops's model stopped: {why}. Your text is kept; type again to retry.")}</p>
-                </div>
-            }.into_any(),
-            Status::Starting => view! { <p class="kh-checking">"Loading kubehops's model (a part of the page fetched after the page itself)…"</p> }.into_any(),
-            _ => view! { <p class="kh-checking">"Checking it as the API server would…"</p> }.into_any(),
-        },
-        Some(r) => view! {
+    let status = move || match said.get() {
+        Said::Stopped(why) => view! {
+            <div class="kh-refusal" role="alert">
+                <p>{format!("kubehops's model stopped: {why}. Your text is kept; type again to retry.")}</p>
+            </div>
+        }.into_any(),
+        Said::Starting => view! { <p class="kh-checking">"Loading kubehops's model (a part of the page fetched after the page itself)…"</p> }.into_any(),
+        Said::Checking => view! { <p class="kh-checking">"Checking it as the API server would…"</p> }.into_any(),
+        Said::Refused(r) => view! {
             <div class="kh-refusal" role="alert">
                 <p><strong>"Not applied. "</strong>{r.headline.clone()}</p>
                 <ul>
@@ -137,10 +182,10 @@ fn EditStatus(draft: RwSignal<String>) -> impl IntoView {
                 <p class="kh-sub">"The canvas keeps the last Service that was accepted."</p>
             </div>
         }.into_any(),
-        None => view! { <p class="kh-accepted">"✓ Accepted and playing."</p> }.into_any(),
+        Said::Accepted => view! { <p class="kh-accepted">"✓ Accepted and playing."</p> }.into_any(),
     };
     view! {
-        <div id="kh-editor-status" aria-live="polite">
+        <div id="kh-editor-status" aria-live="polite" aria-busy=move || player.checking.get().then_some("true")>
             {status}
             {move || link_note.get().map(|n| view! { <p class="kh-sub kh-link-note">{n}</p> })}
         </div>

@@ -36,6 +36,10 @@ async function open(hash, width = 1600) {
   return page;
 }
 
+// The status once the worker has answered: while it checks, the line keeps
+// the last result and is aria-busy (src/editor.rs, Said).
+const ACCEPTED = '#kh-editor-status:not([aria-busy]) .kh-accepted';
+const REFUSED = '#kh-editor-status:not([aria-busy]) .kh-refusal';
 const editorOf = (page) => page.getByRole('textbox', { name: /Service manifest/ });
 async function startEditing(page) {
   await page.getByRole('button', { name: 'Edit', exact: true }).click();
@@ -65,7 +69,7 @@ await test('an invalid nodePort shows the API server\'s message at its line, and
   const nodes = await page.locator('.kh-node-card').count();
   const area = await startEditing(page);
   await area.fill(NODEPORT(29000));
-  const refusal = page.locator('.kh-refusal');
+  const refusal = page.locator(REFUSED);
   await refusal.waitFor();
   const said = await refusal.innerText();
   check(said.includes('The Service "api" is invalid:'), said);
@@ -86,7 +90,7 @@ await test('a valid edit re-simulates: kubectl, the step and the hops follow', a
   const area = await startEditing(page);
   const t0 = Date.now();
   await area.fill(NODEPORT(31234));
-  await page.waitForSelector('.kh-accepted');
+  await page.waitForSelector(ACCEPTED);
   await page.waitForFunction(() => document.querySelector('.kh-hoplist')?.innerText.includes('31234') || document.body.innerText.includes('80:31234/TCP'));
   console.log(`     figure: typed edit to re-simulated page ${Date.now() - t0} ms (fill, build, render)`);
   await page.keyboard.press('Escape');
@@ -112,7 +116,7 @@ await test('a valid edit re-simulates: kubectl, the step and the hops follow', a
 await test('the link carries the edit: opening it shows the typed Service; Reset goes back to the tab\'s own', async () => {
   const first = await open('#/service-types/1');
   await (await startEditing(first)).fill(NODEPORT(31999));
-  await first.waitForSelector('.kh-accepted');
+  await first.waitForSelector(ACCEPTED);
   const url = first.url();
   await first.close();
   const page = await open(new URL(url).hash);
@@ -125,6 +129,37 @@ await test('the link carries the edit: opening it shows the typed Service; Reset
   // The link opened the NodePort tab (the typed Service's type); Reset gives that tab's own.
   const own = await area.inputValue();
   check(own.includes('type: NodePort') && own.includes('nodePort: 30080') && !own.includes('31999'), `Reset did not restore the tab's manifest: ${own}`);
+  check(page.errors.length === 0, page.errors.join('\n'));
+  await page.close();
+});
+
+await test('while the worker checks, the status keeps the last result, busy, and says "Checking" only when the check takes a while', async () => {
+  const page = await open('#/service-types/1/end');
+  const area = await startEditing(page);
+  await area.fill(NODEPORT(31001));
+  await page.waitForSelector(ACCEPTED);
+  const status = page.locator('#kh-editor-status');
+  // A fast check: the next frame still shows the last result, marked busy.
+  const fast = await page.evaluate(() => new Promise((done) => {
+    const a = document.querySelector('.kh-editor-text');
+    a.value = a.value.replace('31001', '31002');
+    a.dispatchEvent(new Event('input', { bubbles: true }));
+    requestAnimationFrame(() => setTimeout(() => {
+      const s = document.querySelector('#kh-editor-status');
+      done({ busy: s.getAttribute('aria-busy'), text: s.textContent });
+    }, 0));
+  }));
+  check(fast.busy === 'true' && fast.text.includes('Accepted') && !fast.text.includes('Checking'), `during a check: ${JSON.stringify(fast)}`);
+  await page.waitForSelector(ACCEPTED);
+  // A slow one (the page's messages to the worker held for 1.5 s): it says so.
+  await page.evaluate(() => {
+    const post = Worker.prototype.postMessage;
+    Worker.prototype.postMessage = function (...args) { setTimeout(() => post.apply(this, args), 1500); };
+  });
+  await area.fill(NODEPORT(31003));
+  await page.waitForSelector('#kh-editor-status[aria-busy=true] .kh-checking', { timeout: 1400 });
+  check((await status.innerText()).includes('Checking it as the API server would'), await status.innerText());
+  await page.waitForSelector(ACCEPTED, { timeout: 5000 });
   check(page.errors.length === 0, page.errors.join('\n'));
   await page.close();
 });
@@ -151,7 +186,7 @@ await test('every scenario offers the editor, and a typed Service plays in each'
     const page = await open(`#/${id}/1`);
     const area = await startEditing(page);
     await area.fill(text);
-    await page.waitForSelector('.kh-accepted');
+    await page.waitForSelector(ACCEPTED);
     await page.getByRole('button', { name: /^Step \d+ of \d+: Send Request$/ }).click();
     await page.evaluate(() => document.activeElement.blur());
     await page.keyboard.press('End');
@@ -169,7 +204,7 @@ await test('figures: after a keystroke, the next frame and the re-simulated one,
     const page = await open(`#/${id}/1/end`);
     const area = await startEditing(page);
     const base = await area.inputValue();
-    const times = await page.evaluate(async ({ base, port }) => {
+    const times = await page.evaluate(async ({ base, port, accepted }) => {
       const a = document.querySelector('.kh-editor-text');
       const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
       // Resolves once the next frame is painted (see metrics.mjs).
@@ -192,7 +227,7 @@ await test('figures: after a keystroke, the next frame and the re-simulated one,
         await painted();
         const next = performance.now() - t0;
         // The worker reads, admits and builds it; then the page draws it.
-        while (!document.querySelector('.kh-accepted') && performance.now() - t0 < 10000) await frame();
+        while (!document.querySelector(accepted) && performance.now() - t0 < 10000) await frame();
         out.push([next, performance.now() - t0]);
         // The next edit comes after the page has drawn this one, as a
         // reader's next keystroke would: its next frame is then its own,
@@ -201,8 +236,8 @@ await test('figures: after a keystroke, the next frame and the re-simulated one,
         await frame();
       }
       return out;
-    }, { base, port });
-    check(await page.locator('.kh-accepted').count() === 1, `${id}: the last edit was not accepted: ${await page.locator('#kh-editor-status').innerText()}`);
+    }, { base, port, accepted: ACCEPTED });
+    check(await page.locator(ACCEPTED).count() === 1, `${id}: the last edit was not accepted: ${await page.locator('#kh-editor-status').innerText()}`);
     const next = times.map((t) => t[0]).sort((x, y) => x - y);
     const shown = times.map((t) => t[1]).sort((x, y) => x - y);
     console.log(`     figure: ${id}: input to next paint (each edit typed in a task of its own after the last one was drawn), median ${next[5].toFixed(1)} ms, max ${next[9].toFixed(1)} ms; to the re-simulated frame (read, admitted and built in the worker), median ${shown[5].toFixed(1)} ms, max ${shown[9].toFixed(1)} ms (10 edits; includes waiting for the frame)`);
@@ -213,7 +248,7 @@ await test('figures: after a keystroke, the next frame and the re-simulated one,
 for (const width of [720, 1920]) {
   const page = await open('#/service-types/1/end', width);
   await (await startEditing(page)).fill(NODEPORT(29000));
-  await page.waitForSelector('.kh-refusal');
+  await page.waitForSelector(REFUSED);
   await page.screenshot({ path: join(out, `editor-${width}.png`), fullPage: true });
   await page.close();
 }

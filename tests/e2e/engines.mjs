@@ -291,11 +291,11 @@ window.send = (m) => f.contentWindow.postMessage(m, appOrigin);
       a.focus();
       a.setSelectionRange(t.length, t.length);
     }, text);
-    const refusal = await waitFor(() => document.querySelector('.kh-refusal')?.textContent, [], 'the refusal', 5000);
+    const refusal = await waitFor(() => document.querySelector('#kh-editor-status:not([aria-busy]) .kh-refusal')?.textContent, [], 'the refusal', 5000);
     check(refusal.includes('spec.ports[0].nodePort: Invalid value: 3123: provided port is not in the valid range'), `refusal: ${refusal}`);
     // ... and the last digit is typed.
     await type('.kh-editor-text', '4');
-    await waitFor(() => !!document.querySelector('.kh-accepted'), [], 'the edit to be accepted', 5000);
+    await waitFor(() => !!document.querySelector('#kh-editor-status:not([aria-busy]) .kh-accepted'), [], 'the edit to be accepted', 5000);
     check(await browser.eval(() => document.querySelector('.kh-editor-text').value.endsWith('nodePort: 31234')), 'the typed key did not reach the editor');
     await browser.press('Escape');
     await waitFor(() => !document.querySelector('.kh-editor-text'), [], 'Esc to leave the editor', 5000);
