@@ -6,6 +6,7 @@
 //! packets, and above all the replies, are rewritten from the entry without
 //! walking the rules again.
 
+use crate::dataplane::tcp::{Segment, TcpTimeouts, TcpTrack};
 use crate::net::{Packet, Protocol, SockAddr};
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +43,13 @@ pub struct ConntrackEntry {
     /// When the first packet created it (model seconds).
     #[serde(default)]
     pub started_at: u64,
+    /// A TCP connection followed segment by segment (a scenario's
+    /// `handshake=1`): the state the kernel's TCP tracker is in, its marks
+    /// and its timeout. Without it, one request and one reply stand for
+    /// the connection, and the entry is SYN_SENT until answered, then
+    /// ESTABLISHED.
+    #[serde(default)]
+    pub tcp: Option<TcpTrack>,
 }
 
 impl ConntrackEntry {
@@ -59,6 +67,9 @@ impl ConntrackEntry {
     /// kernel's timeout for its state (TCP SYN_SENT 120; ESTABLISHED
     /// 86400, which kube-proxy sets; UDP 30 until it is a stream, then 120).
     pub fn timeout(&self) -> u64 {
+        if let Some(t) = &self.tcp {
+            return u64::from(t.timeout);
+        }
         match (self.proto, self.state) {
             (Protocol::Tcp, ConntrackState::Unreplied) => 120,
             (Protocol::Tcp, _) => 86400,
@@ -70,12 +81,24 @@ impl ConntrackEntry {
     /// The entry as `conntrack -L` prints it at model time `now`: the
     /// second column is the seconds left before the entry expires.
     pub fn render(&self, now: u64) -> String {
-        let (state, flag): (&str, &str) = match (self.proto, self.state) {
-            (Protocol::Tcp, ConntrackState::Unreplied) => ("SYN_SENT ", " [UNREPLIED]"),
-            (Protocol::Tcp, _) => ("ESTABLISHED ", " [ASSURED]"),
-            (_, ConntrackState::Unreplied) => ("", " [UNREPLIED]"),
-            (_, ConntrackState::Replied) => ("", ""),
-            (_, ConntrackState::Assured) => ("", " [ASSURED]"),
+        let named;
+        let (state, flag): (&str, &str) = match (self.proto, self.state, &self.tcp) {
+            (Protocol::Tcp, _, Some(t)) => {
+                named = format!("{} ", t.state.name());
+                let flag = if t.unreplied() {
+                    " [UNREPLIED]"
+                } else if t.assured {
+                    " [ASSURED]"
+                } else {
+                    ""
+                };
+                (named.as_str(), flag)
+            }
+            (Protocol::Tcp, ConntrackState::Unreplied, None) => ("SYN_SENT ", " [UNREPLIED]"),
+            (Protocol::Tcp, _, None) => ("ESTABLISHED ", " [ASSURED]"),
+            (_, ConntrackState::Unreplied, _) => ("", " [UNREPLIED]"),
+            (_, ConntrackState::Replied, _) => ("", ""),
+            (_, ConntrackState::Assured, _) => ("", " [ASSURED]"),
         };
         // The kernel shows the time left, rounded down: one second less at once.
         let timeout = self.timeout().saturating_sub(1).saturating_sub(now.saturating_sub(self.seen_at));
@@ -140,8 +163,26 @@ impl ConntrackTable {
             state: ConntrackState::Unreplied,
             seen_at: now,
             started_at: now,
+            tcp: None,
         });
         self.entries.len() - 1
+    }
+
+    /// Entry `i` takes one TCP segment, going `seg.dir` relative to the
+    /// entry, as the kernel's TCP tracker does; the entry's coarse state
+    /// follows the tracker's marks. Called after [`Self::insert`] (the
+    /// SYN) or [`Self::translate`] (every later segment).
+    pub fn track_tcp(&mut self, i: usize, seg: Segment, timeouts: TcpTimeouts) {
+        let Some(e) = self.entries.get_mut(i).filter(|e| e.proto == Protocol::Tcp) else { return };
+        let t = e.tcp.get_or_insert_with(TcpTrack::new);
+        t.see(seg, timeouts);
+        e.state = if t.unreplied() {
+            ConntrackState::Unreplied
+        } else if t.assured {
+            ConntrackState::Assured
+        } else {
+            ConntrackState::Replied
+        };
     }
 
     /// Rewrites a packet of a tracked connection as the entry says: a

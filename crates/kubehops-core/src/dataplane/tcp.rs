@@ -169,6 +169,14 @@ pub enum Dir {
 }
 
 impl Dir {
+    /// The other way.
+    pub fn other(self) -> Dir {
+        match self {
+            Dir::Original => Dir::Reply,
+            Dir::Reply => Dir::Original,
+        }
+    }
+
     fn index(self) -> usize {
         match self {
             Dir::Original => 0,
@@ -195,6 +203,20 @@ impl Segment {
     /// A segment with payload (PSH, ACK).
     pub fn data(dir: Dir) -> Segment {
         Segment { dir, flags: TcpFlags::ACK, data: true }
+    }
+
+    /// What people call it: `SYN`, `SYN-ACK`, `ACK`, `FIN`, `RST`, or
+    /// `data` for one that carries payload.
+    pub fn name(self) -> &'static str {
+        match (self.data, self.flags.kind()) {
+            (true, _) => "data",
+            (false, Kind::Syn) => "SYN",
+            (false, Kind::SynAck) => "SYN-ACK",
+            (false, Kind::Fin) => "FIN",
+            (false, Kind::Ack) => "ACK",
+            (false, Kind::Rst) => "RST",
+            (false, Kind::Nothing) => "segment",
+        }
     }
 }
 

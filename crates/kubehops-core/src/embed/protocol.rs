@@ -75,6 +75,9 @@ pub struct Set {
     pub mode: Option<String>,
     /// The Pod network between nodes, as a link's `network=` takes it.
     pub network: Option<String>,
+    /// Whether TCP connections are shown packet by packet, as a link's
+    /// `handshake=1` says.
+    pub handshake: Option<bool>,
 }
 
 /// A request's `id`, echoed in the answer.
@@ -108,7 +111,7 @@ pub fn parse(data: &Data) -> Option<Request> {
     }
     let allowed: &[&str] = match kind.as_str() {
         "kubehops:get" | "kubehops:next" | "kubehops:previous" => &["type", "version", "id"],
-        "kubehops:set" => &["type", "version", "id", "scenario", "step", "hop", "playing", "mode", "network"],
+        "kubehops:set" => &["type", "version", "id", "scenario", "step", "hop", "playing", "mode", "network", "handshake"],
         _ => return None,
     };
     // Exactly that shape: no unknown field, none twice.
@@ -150,6 +153,10 @@ pub fn parse(data: &Data) -> Option<Request> {
             }
             set.mode = short_text(data.get("mode"))?;
             set.network = short_text(data.get("network"))?;
+            if let Some(h) = data.get("handshake") {
+                let Data::Bool(b) = h else { return None };
+                set.handshake = Some(*b);
+            }
             if set == Set::default() {
                 return None;
             }
@@ -181,6 +188,9 @@ pub fn resolve(set: &Set, current: &Link, steps: impl Fn(&str, &Params) -> usize
     }
     if let Some(n) = &set.network {
         set_param(&mut target, crate::scenarios::params::POD_NETWORK, "Pod network", n)?;
+    }
+    if let Some(h) = set.handshake {
+        set_param(&mut target, crate::scenarios::params::HANDSHAKE, "TCP handshake", if h { "1" } else { "0" })?;
     }
     let count = steps(&target.scenario, &target.params);
     if let Some(s) = set.step {
@@ -307,7 +317,7 @@ mod tests {
         assert_eq!(parse(&map(&[("type", t("kubehops:next")), ("version", V), ("id", Data::Num(7.0))])), Some(Request { id: Some(Id::Num(7.0)), command: Command::Next }));
         assert_eq!(parse(&map(&[("type", t("kubehops:previous")), ("version", V), ("id", t("a"))])).unwrap().command, Command::Previous);
         let set = parse(&map(&[("type", t("kubehops:set")), ("version", V), ("scenario", t("service-types")), ("step", Data::Num(2.0)), ("hop", t("end")), ("playing", Data::Bool(false))])).unwrap();
-        assert_eq!(set.command, Command::Set(Set { scenario: Some("service-types".into()), step: Some(2), hop: Some(HopPos::End), playing: Some(false), mode: None, network: None }));
+        assert_eq!(set.command, Command::Set(Set { scenario: Some("service-types".into()), step: Some(2), hop: Some(HopPos::End), playing: Some(false), mode: None, network: None, handshake: None }));
         let hop = parse(&map(&[("type", t("kubehops:set")), ("version", V), ("hop", Data::Num(0.0))])).unwrap();
         assert_eq!(hop.command, Command::Set(Set { hop: Some(HopPos::After(0)), ..Set::default() }));
     }
@@ -369,6 +379,21 @@ mod tests {
         assert!(link::format(&resolve(&other, &here, steps).unwrap().0).starts_with("#/local-lab/1?mode=nftables"));
         let ipvs = Set { mode: Some("ipvs".into()), ..Set::default() };
         assert_eq!(resolve(&ipvs, &here, steps).unwrap_err(), "\"ipvs\" is not a value of mode; it takes iptables, nftables. IPVS mode is not shown: it is deprecated since Kubernetes 1.35.");
+    }
+
+    #[test]
+    fn set_carries_the_handshake() {
+        let here = at("#/nodeport-loadbalancer/2/end?embed=1");
+        let m = parse(&map(&[("type", t("kubehops:set")), ("version", V), ("handshake", Data::Bool(true))])).unwrap();
+        let Command::Set(set) = m.command else { panic!("{m:?}") };
+        assert_eq!(set.handshake, Some(true));
+        let (l, _) = resolve(&set, &here, steps).unwrap();
+        assert!(l.params.handshake());
+        assert!(link::format(&l).contains("handshake=1"), "{}", link::format(&l));
+        let off = Set { handshake: Some(false), ..Set::default() };
+        assert!(!link::format(&resolve(&off, &l, steps).unwrap().0).contains("handshake"));
+        // Only a boolean is a handshake.
+        assert!(parse(&map(&[("type", t("kubehops:set")), ("version", V), ("handshake", t("yes"))])).is_none());
     }
 
     #[test]

@@ -24,6 +24,7 @@ fn provisioning_secs(w: &World) -> u64 {
 pub fn build(id: &str, title: &str, mut w: World, p: &Params, file: &str, svc: Service) -> Scenario {
     w.set_proxy_mode(p.proxy_mode());
     w.set_pod_network(p.pod_network());
+    w.set_handshake(p.handshake());
     let key = svc.object_ref();
     w.focus = vec![key.clone()];
     let before = w.api.service(&key.namespace, &key.name).cloned();

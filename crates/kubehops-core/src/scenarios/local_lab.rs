@@ -88,6 +88,7 @@ fn params() -> Vec<ParamSpec> {
         ParamSpec::toggle("hairpin", "Docker without userland-proxy"),
         ParamSpec::proxy_mode(ProxyMode::Iptables),
         ParamSpec::pod_network(PodNetwork::Routed),
+        ParamSpec::handshake(),
         ParamSpec::seed(),
         ParamSpec::manifest(),
     ]
@@ -254,6 +255,7 @@ pub fn build(p: &Params) -> Scenario {
     let mut w = cluster(lab);
     w.set_proxy_mode(p.proxy_mode());
     w.set_pod_network(p.pod_network());
+    w.set_handshake(p.handshake());
     let mut rec = Recorder::new("booking.yaml", &booking(ServiceType::NodePort, Some(NODE_PORT), lab.local));
     host_to_pod(&mut w, &mut rec, lab);
     not_for_production(&mut w, &mut rec, lab);

@@ -30,7 +30,7 @@ pub const ENTRY: Entry = Entry {
 };
 
 fn params() -> Vec<ParamSpec> {
-    vec![ParamSpec::proxy_mode(ProxyMode::Iptables), ParamSpec::pod_network(PodNetwork::Routed), ParamSpec::seed(), ParamSpec::manifest()]
+    vec![ParamSpec::proxy_mode(ProxyMode::Iptables), ParamSpec::pod_network(PodNetwork::Routed), ParamSpec::handshake(), ParamSpec::seed(), ParamSpec::manifest()]
 }
 
 /// The user's Service on the story's cluster, in place of the five steps.
@@ -97,6 +97,7 @@ pub fn build(p: &Params) -> Scenario {
     let mut w = cluster();
     w.set_proxy_mode(p.proxy_mode());
     w.set_pod_network(p.pod_network());
+    w.set_handshake(p.handshake());
     let laptop = w.first(ActorKind::Laptop).expect("the story has a laptop");
     let mut rec = Recorder::new("web.yaml", w.api.service("default", "web").expect("web exists"));
     let nodes_without_pods: Vec<String> = (0..w.api.nodes.len())

@@ -26,6 +26,12 @@ pub const VXLAN: &str = "vxlan";
 /// What the overlay choice is.
 pub const OVERLAY_HINT: &str = "VXLAN is flannel's default overlay: Pod traffic between nodes travels wrapped in UDP between the nodes' own addresses.";
 
+/// The key of the TCP handshake in links (`handshake=1`).
+pub const HANDSHAKE: &str = "handshake";
+
+/// What the handshake toggle does.
+pub const HANDSHAKE_HINT: &str = "Every packet of the TCP connection: SYN, SYN-ACK and ACK, the request and its response, and FIN and ACK each way. The rules decide the first; conntrack carries the rest.";
+
 /// The longest value a menu without options takes from a link.
 const MAX_OPEN_VALUE: usize = 320;
 
@@ -129,6 +135,14 @@ impl ParamSpec {
             *d = pod_network_value(&default).into();
         }
         spec.hint = Some(OVERLAY_HINT.into());
+        spec
+    }
+
+    /// Whether a TCP connection is shown packet by packet
+    /// (`handshake=1` in a link); off by default.
+    pub fn handshake() -> ParamSpec {
+        let mut spec = ParamSpec::toggle(HANDSHAKE, "TCP packet by packet");
+        spec.hint = Some(HANDSHAKE_HINT.into());
         spec
     }
 
@@ -298,6 +312,11 @@ impl Params {
     /// there is no such parameter.
     pub fn pod_network(&self) -> PodNetwork {
         if self.choice(POD_NETWORK) == Some(VXLAN) { PodNetwork::Vxlan(VxlanConfig::default()) } else { PodNetwork::Routed }
+    }
+
+    /// Whether TCP connections are shown packet by packet.
+    pub fn handshake(&self) -> bool {
+        self.toggle(HANDSHAKE)
     }
 
     pub fn seed(&self) -> Option<u64> {

@@ -136,6 +136,7 @@ fn params() -> Vec<ParamSpec> {
         ParamSpec::choice("from", "Coming from", ChoiceStyle::Hidden, from),
         ParamSpec::proxy_mode(ProxyMode::Iptables),
         ParamSpec::pod_network(PodNetwork::Routed),
+        ParamSpec::handshake(),
         ParamSpec::seed(),
         ParamSpec::manifest(),
     ]
@@ -329,6 +330,7 @@ fn build_with(p: &Params, typed: Option<Service>) -> Scenario {
     let mut w = cluster_after(from, local);
     w.set_proxy_mode(p.proxy_mode());
     w.set_pod_network(p.pod_network());
+    w.set_handshake(p.handshake());
     let laptop = p.choice("client") == Some("laptop");
     let client = if laptop { w.first(ActorKind::Laptop) } else { w.actors.of_object(ActorKind::Pod, "default", "web") }.unwrap_or(ActorId(0));
     let via = if p.choice("via") == Some("node-2") { 1 } else { 0 };

@@ -88,6 +88,7 @@ fn empty_params() -> Vec<ParamSpec> {
         ParamSpec::choice("client", "Client", ChoiceStyle::Menu, vec![]),
         ParamSpec::proxy_mode(ProxyMode::Iptables),
         ParamSpec::pod_network(PodNetwork::Routed),
+        ParamSpec::handshake(),
         ParamSpec::seed(),
     ]
 }
@@ -111,7 +112,7 @@ pub fn params(input: &ClusterInput) -> Vec<ParamSpec> {
     clients.push(Choice::new("outside", &format!("Outside ({OUTSIDE})")));
     // The mode the cluster's KubeProxyConfiguration sets, unless the link says otherwise.
     let mode = input.proxy.as_ref().map_or(ProxyMode::Iptables, |p| p.mode);
-    vec![ParamSpec::choice("service", "Service", ChoiceStyle::Menu, svc_options), ParamSpec::choice("client", "Client", ChoiceStyle::Menu, clients), ParamSpec::proxy_mode(mode), ParamSpec::pod_network(PodNetwork::Routed), ParamSpec::seed()]
+    vec![ParamSpec::choice("service", "Service", ChoiceStyle::Menu, svc_options), ParamSpec::choice("client", "Client", ChoiceStyle::Menu, clients), ParamSpec::proxy_mode(mode), ParamSpec::pod_network(PodNetwork::Routed), ParamSpec::handshake(), ParamSpec::seed()]
 }
 
 fn type_label(s: &Service) -> &'static str {
@@ -249,6 +250,7 @@ pub fn world_for(input: &ClusterInput, p: &Params) -> World {
     let mut w = world(input, svc).0;
     w.set_proxy_mode(p.proxy_mode());
     w.set_pod_network(p.pod_network());
+    w.set_handshake(p.handshake());
     w
 }
 
@@ -323,6 +325,7 @@ fn tell(input: &ClusterInput, p: &Params, also: &[usize]) -> (Scenario, Vec<usiz
     let (mut w, made) = world(input, svc.as_ref());
     w.set_proxy_mode(p.proxy_mode());
     w.set_pod_network(p.pod_network());
+    w.set_handshake(p.handshake());
     let client = p.choice("client").and_then(|v| client_of(&w, v)).or_else(|| w.actors.iter().find(|a| a.kind == ActorKind::OutsideHost).map(|a| Client::Outside(a.id)));
     if let Some(s) = &svc {
         w.focus = vec![s.object_ref()];

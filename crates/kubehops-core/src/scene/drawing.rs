@@ -1005,7 +1005,10 @@ fn card_lines(h: &Hop, style: KindStyle) -> (Vec<Vec<Span>>, Option<&'static str
         }
         return (lines, tone);
     };
-    lines.push(vec![Span::new(format!("{what_if}{head_kind} · {}", p.after.proto.api_name()), Role::CardHead)]);
+    // A connection followed packet by packet: the segment's name after
+    // the protocol (a data segment's payload line says what it carries).
+    let flags = p.segment.filter(|s| !s.data).map_or(String::new(), |s| format!(" {}", s.name()));
+    lines.push(vec![Span::new(format!("{what_if}{head_kind} · {}{flags}", p.after.proto.api_name()), Role::CardHead)]);
     if let Some(pl) = &p.payload {
         let (text, t) = match pl {
             Payload::DnsQuery { name, qtype } => (format!("{qtype}? {name}"), None),
@@ -1037,6 +1040,12 @@ fn card_lines(h: &Hop, style: KindStyle) -> (Vec<Vec<Span>>, Option<&'static str
             }
             None => lines.push(vec![Span::new(name, Role::CardLine), Span::new(after.to_string(), Role::CardLine)]),
         }
+    }
+    // A later packet of a connection: its node's conntrack, not the
+    // rules, decided it.
+    if p.segment.is_some() && p.by_conntrack {
+        lines.push(vec![Span::new("no rule walked:", Role::Muted)]);
+        lines.push(vec![Span::new("conntrack knows this connection", Role::Muted)]);
     }
     // A hop inside another packet: the outer header it travels in.
     if let Some(t) = &p.tunnel {

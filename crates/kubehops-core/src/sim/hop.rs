@@ -10,6 +10,7 @@
 // A matched rule is the data plane's (either mode writes them); hops carry them.
 pub use crate::dataplane::rules::{Field, MatchedRule};
 use crate::dataplane::overlay::Wrapped;
+use crate::dataplane::tcp::Segment;
 use crate::dns::{QType, Rcode, Response};
 use crate::net::{Cidr, Packet, SockAddr};
 use crate::sim::actor::{ActorId, Actors};
@@ -147,12 +148,18 @@ pub struct PacketHop {
     /// another one: a VXLAN overlay between two nodes.
     #[serde(default)]
     pub tunnel: Option<Tunnel>,
+    /// The TCP segment this packet is, when the story follows a connection
+    /// packet by packet (`handshake=1`): its flags, whether it carries
+    /// data, and which way it goes (original: from the client). `None`:
+    /// the packet stands for the whole connection's way there or back.
+    #[serde(default)]
+    pub segment: Option<Segment>,
 }
 
 impl PacketHop {
     /// A packet that travels unchanged, decided by no rule.
     pub fn plain(p: Packet, payload: Option<Payload>) -> PacketHop {
-        PacketHop { before: p, after: p, rewrites: vec![], decided_on: None, matched: vec![], by_conntrack: false, could_reach: vec![], conntrack_entry: None, payload, tunnel: None }
+        PacketHop { before: p, after: p, rewrites: vec![], decided_on: None, matched: vec![], by_conntrack: false, could_reach: vec![], conntrack_entry: None, payload, tunnel: None, segment: None }
     }
 }
 

@@ -29,6 +29,11 @@ impl World {
     /// A host sends the first packet of a connection: nat OUTPUT, routing
     /// (with ARP when the next hop is not known yet), nat POSTROUTING.
     pub(super) fn at_host(&mut self, h: usize, pkt: &Packet, payload: &Option<Payload>, entry: Entry, dice: &mut dyn Dice) -> Step {
+        // A later packet of a connection the host knows (followed packet
+        // by packet): its conntrack entry rewrites it; no rule is walked.
+        if let Some((i, dir)) = self.segment.and_then(|_| self.hosts[h].conntrack.lookup(pkt)) {
+            return self.host_by_conntrack(h, i, dir, pkt, payload);
+        }
         let host = &self.hosts[h];
         let me = host.actor;
         let mut ctx = NodeContext::new(host.addrs.clone());
@@ -64,9 +69,38 @@ impl World {
             }
         }
         let entry_index = self.hosts[h].conntrack.insert(pkt, &after, self.clock);
+        self.track_host_segment(h, entry_index, Direction::Original);
         let kept = t.masquerade_rule().is_some() && !rewrites.iter().any(|r| r.kind == RewriteKind::Snat);
         let (caption, detail) = self.host_caption(me, to, pkt, &after, &rewrites, &matched, kept);
-        let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched, by_conntrack: false, could_reach: vec![], conntrack_entry: Some(entry_index), payload: payload.clone(), tunnel: None };
+        let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched, by_conntrack: false, could_reach: vec![], conntrack_entry: Some(entry_index), payload: payload.clone(), tunnel: None, segment: None };
+        next(to, packet, caption, detail)
+    }
+
+    /// A later packet the host sends on a connection it knows, rewritten
+    /// as its entry says.
+    fn host_by_conntrack(&mut self, h: usize, i: usize, dir: Direction, pkt: &Packet, payload: &Option<Payload>) -> Step {
+        let me = self.hosts[h].actor;
+        let after = self.hosts[h].conntrack.translate(i, dir, pkt, self.clock);
+        self.track_host_segment(h, i, dir);
+        let mut rewrites = Vec::new();
+        if after.src != pkt.src {
+            rewrites.push(Rewrite { kind: RewriteKind::Snat, field: Field::Source, from: pkt.src, to: after.src });
+        }
+        if after.dst != pkt.dst {
+            rewrites.push(Rewrite { kind: RewriteKind::Dnat, field: Field::Destination, from: pkt.dst, to: after.dst });
+        }
+        let (to, _) = match self.host_next(h, after.dst.ip) {
+            Ok(x) => x,
+            Err(e) => return Step::Drop(e),
+        };
+        let name = self.actors.short(me).to_string();
+        let detail = if rewrites.is_empty() {
+            format!("No rule walked: {name}'s conntrack knows this connection, and the packet goes as it is, {}.", packet_text(&after))
+        } else {
+            format!("No rule walked: {name}'s conntrack knows this connection and rewrites the packet as Docker's rules rewrote its first one; it now runs {}.", packet_text(&after))
+        };
+        let caption = if rewrites.is_empty() { format!("→ {}", after.dst) } else { "conntrack: same NAT".to_string() };
+        let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched: vec![], by_conntrack: true, could_reach: vec![], conntrack_entry: Some(i), payload: payload.clone(), tunnel: None, segment: None };
         next(to, packet, caption, detail)
     }
 
@@ -209,6 +243,15 @@ impl World {
         self.actors.node(&c.name)
     }
 
+    /// Host `h`'s entry `i` takes the segment in flight, with the kernel's
+    /// own timeouts (no kube-proxy runs on a host).
+    fn track_host_segment(&mut self, h: usize, i: usize, dir: Direction) {
+        if let Some(seg) = self.segment {
+            let seg = crate::dataplane::tcp::Segment { dir: super::network::entry_dir(dir), ..seg };
+            self.hosts[h].conntrack.track_tcp(i, seg, crate::dataplane::tcp::TcpTimeouts::kernel_default());
+        }
+    }
+
     /// A packet reaches a host: its conntrack rewrites a reply back to
     /// what the client's socket expects; a packet for a socket of the
     /// host itself is served there.
@@ -218,7 +261,20 @@ impl World {
             return if client_reply { Step::Arrived } else { Step::Drop(DropReason::Refused { at: me, port: pkt.dst.port }) };
         };
         let after = self.hosts[h].conntrack.translate(i, dir, pkt, self.clock);
+        // A packet the host sent itself (over loopback, to its own
+        // socket) was tracked as it left; the kernel does not track it
+        // again as it comes in.
+        let own = pkt.src.ip.is_loopback() || self.hosts[h].addrs.contains(&pkt.src.ip);
+        if !(own && dir == Direction::Original) {
+            self.track_host_segment(h, i, dir);
+        }
         if !client_reply && dir == Direction::Original {
+            // A segment without data is the host's kernel's to answer;
+            // docker-proxy, behind the socket, opens its own connection
+            // for the request.
+            if let Some(seg) = self.segment.filter(|s| !s.data) {
+                return self.kernel_answer(me, me, &after, seg);
+            }
             return self.serve_on_host(h, &after, payload, dice);
         }
         let mut rewrites = Vec::new();
@@ -232,7 +288,7 @@ impl World {
             return Step::Arrived;
         }
         let name = self.actors.short(me).to_string();
-        let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched: vec![], by_conntrack: true, could_reach: vec![], conntrack_entry: Some(i), payload: payload.clone(), tunnel: None };
+        let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched: vec![], by_conntrack: true, could_reach: vec![], conntrack_entry: Some(i), payload: payload.clone(), tunnel: None, segment: None };
         let detail = format!(
             "conntrack on {name} matches the reply to the entry Docker's rules made and undoes both rewrites: the packet now runs {}, and curl sees its answer come from {}, the address it dialled.",
             packet_text(&after),

@@ -85,6 +85,15 @@ pub struct World {
     /// wrapped in a VXLAN overlay.
     #[serde(default)]
     pub pod_network: crate::dataplane::overlay::PodNetwork,
+    /// Whether a TCP connection is followed packet by packet (SYN,
+    /// SYN-ACK, ACK, the request, the response, FIN and ACK each way)
+    /// rather than as one request and one reply (`handshake=1`).
+    #[serde(default)]
+    pub handshake: bool,
+    /// The TCP segment in flight while a connection is followed packet by
+    /// packet: every conntrack entry it meets takes it.
+    #[serde(default)]
+    segment: Option<crate::dataplane::tcp::Segment>,
     pub clock: u64,
     pub created: BTreeMap<ObjectRef, u64>,
     /// The Services whose rules and kubectl rows the views show.
@@ -136,6 +145,8 @@ impl World {
             egress_masquerade: None,
             masq_agent: Default::default(),
             pod_network: Default::default(),
+            handshake: false,
+            segment: None,
             clock,
             created: BTreeMap::new(),
             focus: Vec::new(),
@@ -277,6 +288,12 @@ impl World {
         }
     }
 
+    /// Follows TCP connections packet by packet (`on`) or as one request
+    /// and one reply (before a story begins).
+    pub fn set_handshake(&mut self, on: bool) {
+        self.handshake = on;
+    }
+
     /// Carries Pod traffic between nodes as `net` says (before a story
     /// begins). kube-proxy's rules do not depend on it.
     pub fn set_pod_network(&mut self, net: crate::dataplane::overlay::PodNetwork) {
@@ -406,7 +423,7 @@ impl World {
                 iptables,
                 matched: Vec::new(),
                 synced: self.is_synced(i),
-                conntrack: self.conntrack[i].entries.iter().map(|e| ConntrackLine { text: e.render(self.clock), original: e.original, state: e.state }).collect(),
+                conntrack: self.conntrack[i].entries.iter().map(|e| ConntrackLine { text: e.render(self.clock), original: e.original, state: e.state, tcp: e.tcp.map(|t| t.state) }).collect(),
             })
             .collect();
         let balancers = self
@@ -469,7 +486,7 @@ impl World {
         HostView {
             host: h.actor,
             iptables,
-            conntrack: h.conntrack.entries.iter().map(|e| ConntrackLine { text: e.render(self.clock), original: e.original, state: e.state }).collect(),
+            conntrack: h.conntrack.entries.iter().map(|e| ConntrackLine { text: e.render(self.clock), original: e.original, state: e.state, tcp: e.tcp.map(|t| t.state) }).collect(),
             neighbours: h.neighbours.iter().map(Neighbour::render).collect(),
         }
     }

@@ -17,6 +17,7 @@ use crate::controllers::cloud::{Delivery, LbFlow, LbState};
 use crate::dataplane::conntrack::{ConntrackTable, Direction};
 use crate::dataplane::netfilter::{Dice, Entry};
 use crate::dataplane::overlay::{self, PodNetwork};
+use crate::dataplane::tcp::{Dir, Segment, TcpFlags, TcpTimeouts};
 use crate::dataplane::trace::node_addresses;
 use crate::dns::{ClusterDns, DnsConfig, QType, RData, Rcode, Response};
 use crate::net::{Packet, Protocol, SockAddr};
@@ -76,7 +77,60 @@ pub(super) enum Step {
     Answer { to: ActorId, packet: PacketHop, caption: String, detail: String },
     /// The reply is back at the client.
     Arrived,
+    /// The server's kernel took a segment that needs no answer (an ACK).
+    Taken,
     Drop(DropReason),
+}
+
+/// Where a walk starts: at the client, or at the server, which sends a
+/// packet of its own (its FIN) with `to` as the first hop, as its answers
+/// went.
+#[derive(Clone, Copy)]
+enum Start {
+    Client,
+    Server { at: ActorId, to: ActorId },
+}
+
+/// The server of a connection as its answer showed it: who answered,
+/// the first hop of the answer, and the packet it answered with.
+#[derive(Clone, Copy)]
+struct Served {
+    at: ActorId,
+    to: ActorId,
+    sent: Packet,
+}
+
+/// How one walk ended, and the server, if one answered.
+struct Walked {
+    outcome: Outcome,
+    server: Option<Served>,
+}
+
+impl Walked {
+    fn answered(&self) -> bool {
+        matches!(self.outcome, Outcome::Answered { .. })
+    }
+}
+
+/// A conntrack direction as the TCP tracker names it.
+pub(super) fn entry_dir(dir: Direction) -> Dir {
+    match dir {
+        Direction::Original => Dir::Original,
+        Direction::Reply => Dir::Reply,
+    }
+}
+
+/// The segment that answers `seg`: SYN-ACK for a SYN, data for data, an
+/// ACK for anything else (a FIN); going the other way.
+fn answer_to(seg: Segment) -> Segment {
+    let dir = seg.dir.other();
+    if seg.data {
+        Segment::data(dir)
+    } else if seg.flags.syn {
+        Segment::new(dir, TcpFlags::SYN_ACK)
+    } else {
+        Segment::new(dir, TcpFlags::ACK)
+    }
 }
 
 pub(super) fn next(to: ActorId, packet: PacketHop, caption: String, detail: String) -> Step {
@@ -97,7 +151,9 @@ pub(super) fn packet_text(p: &Packet) -> String {
 
 impl World {
     /// Opens one connection and walks it to its end. Random rule matches
-    /// are decided by `dice`.
+    /// are decided by `dice`. With [`World::handshake`], a TCP connection
+    /// the story opens (not one a server opens while answering) is
+    /// followed packet by packet ([`World::dial_handshake`]).
     pub fn dial(&mut self, d: Dial, dice: &mut dyn Dice) -> Outcome {
         let client = d.from;
         let Some(client_ip) = self.host_of(client).and_then(|h| self.hosts[h].source_for(d.dst.ip)).or_else(|| self.actors.get(client).and_then(|a| a.ip)) else {
@@ -106,66 +162,184 @@ impl World {
         let conn = Some(u32::from(self.next_client_port));
         let src = SockAddr::new(client_ip, self.next_client_port);
         self.next_client_port = self.next_client_port.wrapping_add(1).max(1024);
-        let mut pkt = Packet::new(d.proto, src, d.dst);
-        let mut payload = d.payload.clone();
-        let (mut at, mut leg) = (client, Leg::Out);
-        for i in 0..MAX_HOPS {
-            let step = if i == 0 { self.originate(client, &pkt, &payload, dice) } else { self.arrive(at, client, leg, &pkt, &payload, &d, dice) };
-            match step {
-                Step::Next { to, mut packet, caption, mut detail } => {
-                    self.through_pod_network(at, to, &mut packet, &mut detail);
-                    (pkt, payload) = (packet.after, packet.payload.clone());
-                    self.push(Hop { from: at, to, kind: hop_kind(&payload, leg), leg, what_if: false, caption, detail, packet: Some(packet), dropped: None, conn, arp: None });
-                    at = to;
-                }
-                Step::Answer { to, mut packet, caption, mut detail } => {
-                    self.through_pod_network(at, to, &mut packet, &mut detail);
-                    leg = Leg::Back;
-                    (pkt, payload) = (packet.after, packet.payload.clone());
-                    self.push(Hop { from: at, to, kind: hop_kind(&payload, leg), leg, what_if: false, caption, detail, packet: Some(packet), dropped: None, conn, arp: None });
-                    at = to;
-                }
-                Step::Deliver { packet, caption, detail } => {
-                    (pkt, payload) = (packet.after, packet.payload.clone());
-                    self.push(Hop { from: at, to: at, kind: hop_kind(&payload, leg), leg, what_if: false, caption, detail, packet: Some(packet), dropped: None, conn, arp: None });
-                    if pkt.src != d.dst {
-                        return self.wrong_source(at, leg, conn, d.dst, pkt, payload);
+        let pkt = Packet::new(d.proto, src, d.dst);
+        if self.handshake && d.proto == Protocol::Tcp && self.nesting == 0 {
+            return self.dial_handshake(&d, pkt, conn, dice);
+        }
+        self.walk(&d, Start::Client, pkt, d.payload.clone(), None, conn, dice).outcome
+    }
+
+    /// A TCP connection packet by packet: the SYN walks the rules as any
+    /// first packet does, and the SYN-ACK comes back; then the ACK, the
+    /// request and its response, the client's FIN and the server's ACK,
+    /// the server's FIN and the client's ACK each follow the conntrack
+    /// entries the SYN made. The connection's outcome is the request's.
+    fn dial_handshake(&mut self, d: &Dial, pkt: Packet, conn: Option<u32>, dice: &mut dyn Dice) -> Outcome {
+        let from_client = |flags| Some(Segment::new(Dir::Original, flags));
+        let syn = self.walk(d, Start::Client, pkt, None, from_client(TcpFlags::SYN), conn, dice);
+        if !syn.answered() {
+            return syn.outcome;
+        }
+        let ack = self.walk(d, Start::Client, pkt, None, from_client(TcpFlags::ACK), conn, dice);
+        if !ack.answered() {
+            return ack.outcome;
+        }
+        let request = self.walk(d, Start::Client, pkt, d.payload.clone(), Some(Segment::data(Dir::Original)), conn, dice);
+        let (true, Some(server)) = (request.answered(), request.server) else { return request.outcome };
+        let fin = self.walk(d, Start::Client, pkt, None, from_client(TcpFlags::FIN_ACK), conn, dice);
+        if !fin.answered() {
+            return fin.outcome;
+        }
+        let start = Start::Server { at: server.at, to: server.to };
+        let server_fin = self.walk(d, start, server.sent, None, Some(Segment::new(Dir::Reply, TcpFlags::FIN_ACK)), conn, dice);
+        if !server_fin.answered() {
+            return server_fin.outcome;
+        }
+        let last = self.walk(d, Start::Client, pkt, None, from_client(TcpFlags::ACK), conn, dice);
+        if !last.answered() {
+            return last.outcome;
+        }
+        request.outcome
+    }
+
+    /// Walks one packet from `start` to its end: to the server and, if it
+    /// answers, back to the client. `seg` is the TCP segment it is, when
+    /// the connection is followed packet by packet.
+    #[allow(clippy::too_many_arguments)]
+    fn walk(&mut self, d: &Dial, start: Start, first: Packet, payload: Option<Payload>, seg: Option<Segment>, conn: Option<u32>, dice: &mut dyn Dice) -> Walked {
+        let client = d.from;
+        let mut pkt = first;
+        let mut payload = payload;
+        let (mut at, mut leg) = match start {
+            Start::Client => (client, Leg::Out),
+            Start::Server { at, .. } => (at, Leg::Back),
+        };
+        // A walk may run inside another's (a proxy's own connection, while
+        // it answers): the outer walk's segment comes back after it.
+        let outer = std::mem::replace(&mut self.segment, seg);
+        let mut server = None;
+        let out = 'walk: {
+            for i in 0..MAX_HOPS {
+                let step = match (i, start) {
+                    (0, Start::Client) => self.originate(client, &pkt, &payload, dice),
+                    (0, Start::Server { to, .. }) => {
+                        let (caption, detail) = self.server_sends(at, &pkt);
+                        Step::Next { to, packet: PacketHop::plain(pkt, None), caption, detail }
                     }
-                    return Outcome::Answered { server: pkt.src, payload };
-                }
-                Step::Arrived if pkt.src != d.dst => return self.wrong_source(at, leg, conn, d.dst, pkt, payload),
-                Step::Arrived => {
-                    // A host's conntrack saw the reply arrive: the view after
-                    // the last hop shows that.
-                    if self.host_of(client).is_some() {
-                        let v = self.view();
-                        if let Some(last) = self.trace.last_mut() {
-                            last.1 = v;
+                    _ => self.arrive(at, client, leg, &pkt, &payload, d, dice),
+                };
+                match step {
+                    Step::Next { to, mut packet, caption, mut detail } => {
+                        self.through_pod_network(at, to, &mut packet, &mut detail);
+                        packet.segment = self.segment;
+                        (pkt, payload) = (packet.after, packet.payload.clone());
+                        self.push(Hop { from: at, to, kind: hop_kind(&payload, leg), leg, what_if: false, caption, detail, packet: Some(packet), dropped: None, conn, arp: None });
+                        at = to;
+                    }
+                    Step::Answer { to, mut packet, caption, mut detail } => {
+                        self.through_pod_network(at, to, &mut packet, &mut detail);
+                        leg = Leg::Back;
+                        self.segment = self.segment.map(answer_to);
+                        packet.segment = self.segment;
+                        server = Some(Served { at, to, sent: packet.before });
+                        (pkt, payload) = (packet.after, packet.payload.clone());
+                        self.push(Hop { from: at, to, kind: hop_kind(&payload, leg), leg, what_if: false, caption, detail, packet: Some(packet), dropped: None, conn, arp: None });
+                        at = to;
+                    }
+                    Step::Taken => break 'walk Outcome::Answered { server: pkt.dst, payload: None },
+                    Step::Deliver { mut packet, caption, detail } => {
+                        packet.segment = self.segment;
+                        (pkt, payload) = (packet.after, packet.payload.clone());
+                        self.push(Hop { from: at, to: at, kind: hop_kind(&payload, leg), leg, what_if: false, caption, detail, packet: Some(packet), dropped: None, conn, arp: None });
+                        if pkt.src != d.dst {
+                            break 'walk self.wrong_source(at, leg, conn, d.dst, pkt, payload);
                         }
+                        break 'walk Outcome::Answered { server: pkt.src, payload };
                     }
-                    return Outcome::Answered { server: pkt.src, payload };
-                }
-                Step::Drop(reason) => {
-                    let detail = reason.describe(&self.actors);
-                    let hop = Hop {
-                        from: at,
-                        to: at,
-                        kind: HopKind::Dropped,
-                        leg,
-                        what_if: false,
-                        caption: "dropped".into(),
-                        detail,
-                        packet: Some(PacketHop::plain(pkt, payload)),
-                        dropped: Some(reason.clone()),
-                        conn,
-                        arp: None,
-                    };
-                    self.push(hop);
-                    return Outcome::Dropped { at, reason };
+                    Step::Arrived if pkt.src != d.dst => break 'walk self.wrong_source(at, leg, conn, d.dst, pkt, payload),
+                    Step::Arrived => {
+                        // A host's conntrack saw the reply arrive: the view after
+                        // the last hop shows that.
+                        if self.host_of(client).is_some() {
+                            let v = self.view();
+                            if let Some(last) = self.trace.last_mut() {
+                                last.1 = v;
+                            }
+                        }
+                        break 'walk Outcome::Answered { server: pkt.src, payload };
+                    }
+                    Step::Drop(reason) => {
+                        let detail = reason.describe(&self.actors);
+                        let mut packet = PacketHop::plain(pkt, payload);
+                        packet.segment = self.segment;
+                        let hop = Hop { from: at, to: at, kind: HopKind::Dropped, leg, what_if: false, caption: "dropped".into(), detail, packet: Some(packet), dropped: Some(reason.clone()), conn, arp: None };
+                        self.push(hop);
+                        break 'walk Outcome::Dropped { at, reason };
+                    }
                 }
             }
+            Outcome::Dropped { at, reason: DropReason::TooManyHops }
+        };
+        self.segment = outer;
+        Walked { outcome: out, server }
+    }
+
+    /// The caption and detail of a packet a server sends of its own accord
+    /// (its FIN), to the address it has been answering.
+    fn server_sends(&self, at: ActorId, pkt: &Packet) -> (String, String) {
+        let what = self.segment.map_or_else(|| "packet".to_string(), |s| s.name().to_string());
+        let who = self.actors.short(at).to_string();
+        (format!("{what} → {}", pkt.dst), format!("{who} closes its side of the connection: its kernel sends {what} {}, to the address it has been answering.", packet_text(pkt)))
+    }
+
+    /// A TCP segment without data reaches the server: its kernel answers,
+    /// not the program behind the socket. A SYN is answered by SYN-ACK
+    /// when something listens on the port (else the connection is
+    /// refused, as the program would refuse it); a FIN by an ACK; an ACK
+    /// is taken without answer. `None`: `at` is no server this knows.
+    fn tcp_stack_answers(&self, at: ActorId, pkt: &Packet, seg: Segment) -> Option<Step> {
+        let a = self.actors.get(at)?;
+        let to = match a.kind {
+            k if k.is_pod() => {
+                let pod = a.object.as_ref().and_then(|o| self.api.pods.iter().find(|p| p.namespace == o.namespace && p.name == o.name))?;
+                let port = if k == ActorKind::Gateway {
+                    let gw = self.gateway.gateway_of(&pod.labels)?;
+                    gw.listeners.iter().map(|l| crate::controllers::gateway::container_port(l.port)).find(|p| *p == pkt.dst.port)
+                } else {
+                    Some(pod.container_port).filter(|p| *p == pkt.dst.port)
+                };
+                if pkt.dst.ip != pod.ip || port.is_none() {
+                    return Some(Step::Drop(DropReason::Refused { at, port: pkt.dst.port }));
+                }
+                a.parent?
+            }
+            ActorKind::Laptop | ActorKind::OutsideHost | ActorKind::Resolver => {
+                if self.internet.site(pkt.dst.ip, pkt.dst.port).is_none() && !(a.kind == ActorKind::Resolver && pkt.dst.port == 53) {
+                    return Some(Step::Drop(DropReason::Refused { at, port: pkt.dst.port }));
+                }
+                match self.outside_route(pkt.src.ip) {
+                    Ok(to) => to,
+                    Err(r) => return Some(Step::Drop(r)),
+                }
+            }
+            _ => return None,
+        };
+        Some(self.kernel_answer(at, to, pkt, seg))
+    }
+
+    /// The server's kernel's answer to a segment without data, sent to
+    /// `to` (or none, for an ACK).
+    pub(super) fn kernel_answer(&self, at: ActorId, to: ActorId, pkt: &Packet, seg: Segment) -> Step {
+        let who = self.actors.short(at).to_string();
+        if !seg.flags.syn && !seg.flags.fin {
+            return Step::Taken;
         }
-        Outcome::Dropped { at, reason: DropReason::TooManyHops }
+        let answer = answer_to(seg);
+        let reply = pkt.reversed();
+        let why = if seg.flags.syn { format!("something listens on port {}", pkt.dst.port) } else { "the client closes its side".to_string() };
+        let caption = format!("{} → {}", answer.name(), reply.dst);
+        let detail = format!("{who}'s kernel answers the {} with {}: {why}. It saw the packet come from {}, so it replies there.", seg.name(), answer.name(), pkt.src);
+        Step::Answer { to, packet: PacketHop::plain(reply, None), caption, detail }
     }
 
     /// The Pod network's part in a hop from `from` to `to`. Under a VXLAN
@@ -227,6 +401,10 @@ impl World {
     fn originate(&mut self, client: ActorId, pkt: &Packet, payload: &Option<Payload>, dice: &mut dyn Dice) -> Step {
         let Some(a) = self.actors.get(client).cloned() else { return Step::Drop(DropReason::TooManyHops) };
         let what = payload.as_ref().map_or_else(|| packet_text(pkt), |p| format!("{} ({})", packet_text(pkt), p.summary()));
+        // A segment without data is named by its flags.
+        let flags = self.segment.filter(|s| !s.data).map(Segment::name);
+        let what = flags.map_or(what.clone(), |f| format!("{f} {what}"));
+        let request = flags.unwrap_or("request");
         if let Some(h) = self.host_of(client) {
             return self.at_host(h, pkt, payload, Entry::Local, dice);
         }
@@ -235,7 +413,7 @@ impl World {
                 Ok(to) => {
                     let caption = match payload {
                         Some(Payload::DnsQuery { name, qtype }) => format!("{qtype}? {name}"),
-                        _ => format!("request → {}", pkt.dst),
+                        _ => format!("{request} → {}", pkt.dst),
                     };
                     next(to, PacketHop::plain(*pkt, payload.clone()), caption, format!("{} sends {what} to {}.", a.short, self.place_name(to)))
                 }
@@ -245,7 +423,7 @@ impl World {
                 let Some(node) = a.parent else { return Step::Drop(DropReason::NoRoute { dst: pkt.dst.ip, why: Unroutable::Unknown }) };
                 let caption = match payload {
                     Some(Payload::DnsQuery { name, qtype }) => format!("{qtype}? {name}"),
-                    _ => format!("request → {}", pkt.dst),
+                    _ => format!("{request} → {}", pkt.dst),
                 };
                 let detail = format!("{} sends {what}. The packet leaves the Pod through its veth and arrives at {}, its node.", a.short, self.actors.short(node));
                 next(node, PacketHop::plain(*pkt, payload.clone()), caption, detail)
@@ -276,6 +454,13 @@ impl World {
                 }
             }
             return Step::Arrived;
+        }
+        // A segment without data is the server's kernel's business, not
+        // its program's (which would answer a request).
+        if let Some(seg) = self.segment.filter(|s| !s.data) {
+            if let Some(step) = self.tcp_stack_answers(at, pkt, seg) {
+                return step;
+            }
         }
         match kind {
             ActorKind::Gateway => self.serve_gateway(at, pkt, payload, dice),
@@ -449,13 +634,14 @@ impl World {
             }
         }
         let entry_index = self.conntrack[n].insert(pkt, &after, self.clock);
+        self.track_segment(n, entry_index, Direction::Original);
         let to_name = self.place_name(to);
         let walk = match d.lookups.as_slice() {
             [] => "walks its nat table".to_string(),
             looks => format!("walks its ip kube-proxy table ({})", looks.iter().map(|l| l.sentence()).collect::<Vec<_>>().join("; ")),
         };
         let (caption, detail) = node_caption(&name, &to_name, pkt, &after, &rewrites, &walk);
-        let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched, by_conntrack: false, could_reach, conntrack_entry: Some(entry_index), payload: payload.clone(), tunnel: None };
+        let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched, by_conntrack: false, could_reach, conntrack_entry: Some(entry_index), payload: payload.clone(), tunnel: None, segment: None };
         next(to, packet, caption, detail)
     }
 
@@ -464,6 +650,7 @@ impl World {
         let me = self.node_actors[n];
         let name = self.actors.short(me).to_string();
         let after = self.conntrack[n].translate(i, dir, pkt, self.clock);
+        self.track_segment(n, i, dir);
         let mut rewrites = Vec::new();
         if after.src != pkt.src {
             let kind = if dir == Direction::Reply { RewriteKind::UnDnat } else { RewriteKind::Snat };
@@ -477,13 +664,20 @@ impl World {
             Ok((to, _)) => to,
             Err(e) => return Step::Drop(e),
         };
-        let detail = if rewrites.is_empty() {
-            format!("{name} forwards the packet unchanged; conntrack knows the connection but made no rewrite on it.")
-        } else {
-            format!("conntrack on {name} matches the reply to its entry and undoes the NAT: the packet now runs {}.", packet_text(&after))
+        let mut detail = match (dir, rewrites.is_empty()) {
+            (_, true) => format!("{name} forwards the packet unchanged; conntrack knows the connection but made no rewrite on it."),
+            (Direction::Reply, false) => format!("conntrack on {name} matches the reply to its entry and undoes the NAT: the packet now runs {}.", packet_text(&after)),
+            (Direction::Original, false) => format!("No rule walked: conntrack on {name} knows this connection and rewrites the packet as the rules rewrote its first one; it now runs {}.", packet_text(&after)),
         };
-        let caption = if after == *pkt { format!("forward → {}", after.dst) } else { "conntrack undoes the NAT".to_string() };
-        let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched: vec![], by_conntrack: true, could_reach: vec![], conntrack_entry: Some(i), payload: payload.clone(), tunnel: None };
+        let caption = match (dir, after == *pkt) {
+            (_, true) => format!("forward → {}", after.dst),
+            (Direction::Reply, false) => "conntrack undoes the NAT".to_string(),
+            (Direction::Original, false) => "conntrack: same NAT".to_string(),
+        };
+        if let Some(e) = self.segment.and_then(|_| self.conntrack[n].entries.get(i)).and_then(|e| e.tcp.map(|t| (e, t))) {
+            detail.push_str(&format!(" The entry is now {}{}.", e.1.state.name(), if e.1.assured { " [ASSURED]" } else { "" }));
+        }
+        let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched: vec![], by_conntrack: true, could_reach: vec![], conntrack_entry: Some(i), payload: payload.clone(), tunnel: None, segment: None };
         next(to, packet, caption, detail)
     }
 
@@ -493,6 +687,7 @@ impl World {
         let me = self.node_actors[n];
         let name = self.actors.short(me).to_string();
         let after = self.conntrack[n].translate(i, dir, pkt, self.clock);
+        self.track_segment(n, i, dir);
         let mut rewrites = Vec::new();
         if after.src != pkt.src {
             rewrites.push(Rewrite { kind: RewriteKind::UnDnat, field: Field::Source, from: pkt.src, to: after.src });
@@ -501,8 +696,16 @@ impl World {
             rewrites.push(Rewrite { kind: RewriteKind::UnSnat, field: Field::Destination, from: pkt.dst, to: after.dst });
         }
         let detail = format!("conntrack on {name} matches the reply to its own connection's entry and undoes the NAT before the reply reaches the socket: it now runs {}.", packet_text(&after));
-        let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched: vec![], by_conntrack: true, could_reach: vec![], conntrack_entry: Some(i), payload: payload.clone(), tunnel: None };
+        let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched: vec![], by_conntrack: true, could_reach: vec![], conntrack_entry: Some(i), payload: payload.clone(), tunnel: None, segment: None };
         next(me, packet, "conntrack undoes the NAT".into(), detail)
+    }
+
+    /// Node `n`'s entry `i` takes the segment in flight, going `dir`
+    /// relative to the entry, with the timeouts kube-proxy sets.
+    fn track_segment(&mut self, n: usize, i: usize, dir: Direction) {
+        if let Some(seg) = self.segment {
+            self.conntrack[n].track_tcp(i, Segment { dir: entry_dir(dir), ..seg }, TcpTimeouts::kube_proxy());
+        }
     }
 
     /// The address a packet for another node leaves node `n` from (what

@@ -8,6 +8,7 @@
 use crate::dataplane::conntrack::{ConntrackState, Tuple};
 // Rule lines and summaries are the data plane's (either mode writes them); views show them.
 pub use crate::dataplane::rules::{RuleLine, RuleSummary};
+use crate::dataplane::tcp::TcpState;
 use crate::sim::actor::ActorId;
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
@@ -20,6 +21,10 @@ pub struct ConntrackLine {
     pub text: String,
     pub original: Tuple,
     pub state: ConntrackState,
+    /// The TCP state as the kernel names it, when the connection is
+    /// followed packet by packet (`handshake=1`).
+    #[serde(default)]
+    pub tcp: Option<TcpState>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
