@@ -223,8 +223,14 @@ fn sync_link(player: Player) {
         player.playing.set(false);
         player.progress.set(0.0);
     }
+    // The address as the page last wrote or saw it. When the address is
+    // not that at the time of a write, someone else (the reader, a host
+    // page, a test) has put a hash there whose hashchange may not have
+    // run yet: the write leaves it, and the state follows it.
+    let known = StoredValue::new(hash.clone());
     let _ = window_event_listener(ev::hashchange, move |_| {
         let h = window().location().hash().unwrap_or_default();
+        known.set_value(h.clone());
         if h != player.link_hash() {
             player.open_link(&h);
         }
@@ -244,10 +250,14 @@ fn sync_link(player: Player) {
                     move || {
                         // The app may be gone by then (the wasm tests
                         // unmount it): nothing to write.
-                        if queued.try_set_value(false).is_none() {
-                            if let Some(h) = link.try_get_untracked() {
-                                write_link(&h);
-                            }
+                        if queued.try_set_value(false).is_some() {
+                            return;
+                        }
+                        let (Some(h), Some(last)) = (link.try_get_untracked(), known.try_get_value()) else { return };
+                        let now = window().location().hash().unwrap_or_default();
+                        if now == last && now != h {
+                            write_link(&h);
+                            known.set_value(h);
                         }
                     },
                     std::time::Duration::ZERO,
@@ -257,12 +267,10 @@ fn sync_link(player: Player) {
     });
 }
 
-/// Puts `hash` in the address bar, if it is not there already.
+/// Puts `hash` in the address bar.
 fn write_link(hash: &str) {
-    if window().location().hash().unwrap_or_default() != hash {
-        if let Ok(hist) = window().history() {
-            let _ = hist.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(hash));
-        }
+    if let Ok(hist) = window().history() {
+        let _ = hist.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(hash));
     }
 }
 

@@ -1162,6 +1162,47 @@ await test('Pod network: every scenario plays to its end over the VXLAN overlay,
   await page.close();
 });
 
+await test('TCP packet by packet: every scenario plays its connections to their end, each later packet carried by conntrack, the entry\'s TCP states in the panel, and the choice in the link', async () => {
+  const links = ['#/nodeport-loadbalancer/2/0?handshake=1', '#/service-types/3/0?tab=nodeport&client=laptop&handshake=1', '#/local-lab/1/0?handshake=1'];
+  const totals = [];
+  for (const link of links) {
+    const { page, errors } = await open(link);
+    const toggle = page.getByRole('switch', { name: 'TCP packet by packet' });
+    check(await toggle.isChecked(), `${link}: the switch is off`);
+    check((await page.textContent('.kh-params')).includes('The rules decide the first; conntrack carries the rest.'), `${link}: the switch does not say what it does`);
+    const states = new Set();
+    let hops = 0, carried = 0, syn = 0;
+    for (let i = 0; i < 900; i++) {
+      const before = await page.evaluate(() => location.hash);
+      await page.keyboard.press('.');
+      await page.waitForFunction((b) => location.hash !== b, before, { timeout: 300 }).catch(() => {});
+      const at = await page.evaluate(() => location.hash);
+      if (at === before) break;
+      hops++;
+      const svg = await page.textContent('.kh-canvas svg');
+      if (svg.includes('no rule walked:') && svg.includes('conntrack knows this connection')) carried++;
+      if (/TCP SYN\b/.test(svg)) syn++;
+      const ct = await page.locator('[data-testid=conntrack]').textContent().catch(() => '');
+      for (const s of ['SYN_SENT', 'SYN_RECV', 'ESTABLISHED', 'FIN_WAIT', 'CLOSE_WAIT', 'LAST_ACK', 'TIME_WAIT']) if (ct.includes(s)) states.add(s);
+      if (ct.includes('[ASSURED]')) states.add('[ASSURED]');
+    }
+    check(carried >= 3 && syn >= 1, `${link}: ${carried} hops carried by conntrack, ${syn} SYN cards, of ${hops}`);
+    for (const s of ['SYN_SENT', 'SYN_RECV', 'ESTABLISHED', 'TIME_WAIT', '[ASSURED]']) check(states.has(s), `${link}: the conntrack panel never showed ${s} (${[...states].join(', ')})`);
+    check(errors.length === 0, `${link}: console errors: ${errors.join(' | ')}`);
+    totals.push(`${link.split('?')[0]} ${carried} of ${hops} by conntrack, states ${[...states].join(' ')}`);
+    await page.close();
+  }
+  console.log(`     ${totals.join('; ')}`);
+  // Off by default; switched on, it goes into the link.
+  const { page, errors } = await open('#/nodeport-loadbalancer/2');
+  const toggle = page.getByRole('switch', { name: 'TCP packet by packet' });
+  check(!(await toggle.isChecked()), 'the handshake is on by default');
+  await toggle.check();
+  await page.waitForFunction(() => location.hash.includes('handshake=1'), null, { timeout: 5000 });
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
+});
+
 await test('kube-proxy mode: every scenario plays to its end in nftables mode, with nft lines in the rules panel and the mode in the link', async () => {
   for (const link of ['#/nodeport-loadbalancer/1?mode=nftables', '#/service-types/1?tab=nodeport&client=laptop&mode=nftables', '#/local-lab/1?mode=nftables']) {
     const { page, errors } = await open(link);

@@ -229,7 +229,12 @@ impl Scenario {
     /// A scenario as its recorder left it: the world's actors and the
     /// steps, with nothing offered beside them (no demos, comparison,
     /// what-if or actions; a scenario that has them sets them over this).
-    pub(crate) fn recorded(id: &str, title: &str, params: &Params, w: &World, steps: Vec<Step>) -> Scenario {
+    pub(crate) fn recorded(id: &str, title: &str, params: &Params, w: &World, mut steps: Vec<Step>) -> Scenario {
+        for st in &mut steps {
+            if let Some(more) = packet_by_packet(st) {
+                st.narration = if st.narration.is_empty() { more } else { format!("{} {more}", st.narration) };
+            }
+        }
         Scenario {
             id: id.into(),
             title: title.into(),
@@ -267,6 +272,27 @@ impl Scenario {
         }
         self
     }
+}
+
+/// What a step that follows a TCP connection packet by packet adds to
+/// its narration: who decides which packet, and, once the last ACK has
+/// passed, how long the entries wait in TIME_WAIT (read from the entries).
+fn packet_by_packet(st: &Step) -> Option<String> {
+    use crate::dataplane::tcp::TcpState;
+    let segments: Vec<_> = st.hops.iter().filter(|h| !h.what_if).filter_map(|h| h.packet.as_ref()?.segment).collect();
+    if segments.is_empty() {
+        return None;
+    }
+    let mut out = Vec::new();
+    if segments.iter().any(|s| s.flags.syn && !s.flags.ack) {
+        out.push("Packet by packet: the SYN walks the rules; the SYN-ACK, the ACK and every packet after them follow the conntrack entries the SYN made, and no rule is walked again.".to_string());
+    }
+    let closed = st.views.last().into_iter().flat_map(|v| v.nodes.iter().flat_map(|n| n.conntrack.iter()).chain(v.hosts.iter().flat_map(|h| h.conntrack.iter())));
+    let waiting: Vec<u64> = closed.filter(|l| l.tcp == Some(TcpState::TimeWait)).filter_map(|l| l.text.split_whitespace().nth(2)?.parse().ok()).collect();
+    if let Some(secs) = waiting.iter().max() {
+        out.push(format!("After the last ACK, each entry waits in TIME_WAIT ({secs} s left) so that a late packet still finds its connection."));
+    }
+    (!out.is_empty()).then(|| out.join(" "))
 }
 
 /// Records steps: runs an action on a world and keeps what it recorded.
