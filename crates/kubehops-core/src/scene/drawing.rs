@@ -412,9 +412,19 @@ pub fn hop_path(st: &Step, layout: &Layout, i: usize) -> Vec<Point> {
 /// identical and are drawn once.
 pub fn step_paths(st: &Step, layout: &Layout) -> Vec<Vec<Point>> {
     let mut paths: Vec<Vec<Point>> = Vec::with_capacity(st.hops.len());
+    // Each hop's route before it was moved aside: a hop whose route is an
+    // earlier one's (a retry, a second query, the later packets of a
+    // connection followed packet by packet) takes that hop's final path.
+    let mut routes: Vec<(ActorId, ActorId, Vec<Point>)> = Vec::with_capacity(st.hops.len());
     for (i, h) in st.hops.iter().enumerate() {
         let (fp, tp) = ports(st, layout, i);
         let mut p = layout.hop_route_at(h, fp, tp);
+        if let Some(k) = routes.iter().position(|(f, t, r)| *f == h.from && *t == h.to && *r == p) {
+            routes.push((h.from, h.to, p));
+            paths.push(paths[k].clone());
+            continue;
+        }
+        routes.push((h.from, h.to, p.clone()));
         if !paths.contains(&p) {
             separate_shared(&mut p, &paths, layout);
         }
