@@ -30,7 +30,7 @@ pub const OVERLAY_HINT: &str = "VXLAN is flannel's default overlay: Pod traffic 
 pub const HANDSHAKE: &str = "handshake";
 
 /// What the handshake toggle does.
-pub const HANDSHAKE_HINT: &str = "Every packet of the TCP connection: SYN, SYN-ACK and ACK, the request and its response, and FIN and ACK each way. The rules decide the first; conntrack carries the rest.";
+pub const HANDSHAKE_HINT: &str = "From SYN to the last ACK. The rules decide the first; conntrack carries the rest.";
 
 /// The longest value a menu without options takes from a link.
 const MAX_OPEN_VALUE: usize = 320;
