@@ -38,7 +38,7 @@ const TYPES = {
   '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8',
   '.wasm': 'application/wasm', '.svg': 'image/svg+xml', '.json': 'application/json', '.bin': 'application/octet-stream',
 };
-const HASHED = /-[0-9a-f]{15,16}(_bg|_loader)?\.[a-z0-9]+$/;
+const HASHED = /-[0-9a-f]{1,16}(_bg|_loader)?\.[a-z0-9]+$/;
 const files = new Map(); // path -> { body, etag }
 async function load(file) {
   if (!files.has(file)) {
@@ -97,9 +97,9 @@ await test('the server sends the precompressed copies, content types and cache h
   const assets = [...text.matchAll(/(?:src|href)="\.\/([^"]+)"/g)].map((m) => m[1]);
   // The wasm is not named in index.html (no preload: it is fetched once the
   // first frame has painted); one of the scripts it loads names it.
-  let named = text.match(/kubehops-web-[0-9a-f]{16}_bg\.wasm/)?.[0];
+  let named = text.match(/kubehops-web-[0-9a-f]+_bg\.wasm/)?.[0];
   for (const js of assets.filter((a) => a.endsWith('.js'))) {
-    named ??= (await (await fetch(`${origin}/${js}`)).text()).match(/kubehops-web-[0-9a-f]{16}_bg\.wasm/)?.[0];
+    named ??= (await (await fetch(`${origin}/${js}`)).text()).match(/kubehops-web-[0-9a-f]+_bg\.wasm/)?.[0];
   }
   check(named, `neither index.html nor the scripts it names (${assets}) name the wasm`);
   assets.push(named);
