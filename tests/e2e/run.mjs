@@ -80,6 +80,22 @@ async function settledUrl(page) {
 // A parameter control's choice is shown on the control at once and
 // applied a frame after the click, in a task of its own
 // (Player::choose); the page is aria-busy until then.
+// Steps hop by hop to the scenario's end ('.' goes on into the next step;
+// the link keeps the hop while paused, so it changes with each), calling
+// `visit` with the link at each hop; returns how many hops it took.
+async function eachHop(page, limit, visit) {
+  let hops = 0;
+  for (; hops < limit; hops++) {
+    const before = await page.evaluate(() => location.hash);
+    await page.keyboard.press('.');
+    await page.waitForFunction((b) => location.hash !== b, before, { timeout: 300 }).catch(() => {});
+    const at = await page.evaluate(() => location.hash);
+    if (at === before) break;
+    await visit(at);
+  }
+  return hops;
+}
+
 const settled = (page) => page.waitForFunction(() => !document.querySelector('.kh[aria-busy]'), null, { timeout: 10000 });
 // A link to another scenario is applied when the worker has built it
 // (Player::when_built): waits until the page shows scenario `title` and is
@@ -1119,18 +1135,10 @@ await test('Pod network: every scenario plays to its end over the VXLAN overlay,
     const group = page.getByRole('group', { name: 'Pod network' });
     check(await group.getByRole('button', { name: 'VXLAN (flannel)', exact: true }).getAttribute('aria-pressed') === 'true', `${link}: VXLAN is not the pressed Pod network`);
     check((await page.textContent('.kh-params')).includes("flannel's default overlay"), `${link}: the choice does not say what VXLAN is`);
-    let hops = 0, wrapped = 0;
-    // Hop by hop to the scenario's end ('.' goes on into the next step):
-    // the link keeps the hop while paused, so it changes with each.
-    for (let i = 0; i < 600; i++) {
-      const before = await page.evaluate(() => location.hash);
-      await page.keyboard.press('.');
-      await page.waitForFunction((b) => location.hash !== b, before, { timeout: 300 }).catch(() => {});
-      const at = await page.evaluate(() => location.hash);
-      if (at === before) break;
-      hops++;
+    let wrapped = 0;
+    const hops = await eachHop(page, 600, async (at) => {
       const outer = page.locator('.kh-hop .kh-outer');
-      if (await outer.count() === 0) continue;
+      if (await outer.count() === 0) return;
       wrapped++;
       const caption = await outer.locator('caption').textContent();
       const table = await outer.textContent();
@@ -1138,7 +1146,7 @@ await test('Pod network: every scenario plays to its end over the VXLAN overlay,
       check(table.includes('8472') && /VNI\s*1/.test(table), `${at}: the outer header lacks UDP 8472 or VNI 1: ${table}`);
       const svg = await page.textContent('.kh-canvas svg');
       check(/VXLAN \d+\.\d+\.\d+\.\d+ → \d+\.\d+\.\d+\.\d+ · VNI 1/.test(svg), `${at}: the token's card does not show the outer header`);
-    }
+    });
     // At the last step's end: End moves nothing.
     const last = await page.evaluate(() => location.hash);
     await page.keyboard.press('End');
@@ -1171,21 +1179,15 @@ await test('TCP packet by packet: every scenario plays its connections to their 
     check(await toggle.isChecked(), `${link}: the switch is off`);
     check((await page.textContent('.kh-params')).includes('The rules decide the first; conntrack carries the rest.'), `${link}: the switch does not say what it does`);
     const states = new Set();
-    let hops = 0, carried = 0, syn = 0;
-    for (let i = 0; i < 900; i++) {
-      const before = await page.evaluate(() => location.hash);
-      await page.keyboard.press('.');
-      await page.waitForFunction((b) => location.hash !== b, before, { timeout: 300 }).catch(() => {});
-      const at = await page.evaluate(() => location.hash);
-      if (at === before) break;
-      hops++;
+    let carried = 0, syn = 0;
+    const hops = await eachHop(page, 900, async () => {
       const svg = await page.textContent('.kh-canvas svg');
       if (svg.includes('no rule walked:') && svg.includes('conntrack knows this connection')) carried++;
       if (/TCP SYN\b/.test(svg)) syn++;
       const ct = await page.locator('[data-testid=conntrack]').textContent().catch(() => '');
       for (const s of ['SYN_SENT', 'SYN_RECV', 'ESTABLISHED', 'FIN_WAIT', 'CLOSE_WAIT', 'LAST_ACK', 'TIME_WAIT']) if (ct.includes(s)) states.add(s);
       if (ct.includes('[ASSURED]')) states.add('[ASSURED]');
-    }
+    });
     check(carried >= 3 && syn >= 1, `${link}: ${carried} hops carried by conntrack, ${syn} SYN cards, of ${hops}`);
     for (const s of ['SYN_SENT', 'SYN_RECV', 'ESTABLISHED', 'TIME_WAIT', '[ASSURED]']) check(states.has(s), `${link}: the conntrack panel never showed ${s} (${[...states].join(', ')})`);
     check(errors.length === 0, `${link}: console errors: ${errors.join(' | ')}`);

@@ -187,23 +187,6 @@ fn every_scenario_follows_its_connections_packet_by_packet() {
 }
 
 #[test]
-#[ignore]
-fn dump() {
-    let id = std::env::var("KH_ID").unwrap_or("nodeport-loadbalancer".into());
-    let e: &Entry = REGISTRY.iter().find(|e| e.id == id).expect("registered");
-    let p = Params::defaults(&(e.params)()).with(HANDSHAKE, Value::Toggle(true));
-    let s = (e.build)(&p);
-    let conn: Option<u32> = std::env::var("KH_CONN").ok().and_then(|v| v.parse().ok());
-    for (k, st) in s.steps.iter().enumerate() {
-        for (i, h) in st.hops.iter().enumerate().filter(|(_, h)| conn.is_none() || h.conn == conn) {
-            let seg = h.packet.as_ref().and_then(|p| p.segment).map(|s| format!("{} {:?}", s.name(), s.dir)).unwrap_or("-".into());
-            let ct: Vec<String> = st.views[i + 1].hosts.iter().flat_map(|h| h.conntrack.iter().map(|l| format!("{:?}", l.tcp))).collect();
-            println!("{k}.{i} {:?}->{:?} {:?} [{seg}] {} | {} | {ct:?}", h.from, h.to, h.kind, h.caption, &h.detail[..h.detail.len().min(60)]);
-        }
-    }
-}
-
-#[test]
 fn the_walkthrough_shows_the_handshake_and_the_close() {
     let e: &Entry = REGISTRY.iter().find(|e| e.id == "nodeport-loadbalancer").expect("registered");
     let p = Params::defaults(&(e.params)()).with(HANDSHAKE, Value::Toggle(true));

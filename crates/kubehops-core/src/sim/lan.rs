@@ -82,13 +82,7 @@ impl World {
         let me = self.hosts[h].actor;
         let after = self.hosts[h].conntrack.translate(i, dir, pkt, self.clock);
         self.track_host_segment(h, i, dir);
-        let mut rewrites = Vec::new();
-        if after.src != pkt.src {
-            rewrites.push(Rewrite { kind: RewriteKind::Snat, field: Field::Source, from: pkt.src, to: after.src });
-        }
-        if after.dst != pkt.dst {
-            rewrites.push(Rewrite { kind: RewriteKind::Dnat, field: Field::Destination, from: pkt.dst, to: after.dst });
-        }
+        let rewrites = super::network::conntrack_rewrites(pkt, &after, dir);
         let (to, _) = match self.host_next(h, after.dst.ip) {
             Ok(x) => x,
             Err(e) => return Step::Drop(e),
@@ -277,13 +271,7 @@ impl World {
             }
             return self.serve_on_host(h, &after, payload, dice);
         }
-        let mut rewrites = Vec::new();
-        if after.src != pkt.src {
-            rewrites.push(Rewrite { kind: RewriteKind::UnDnat, field: Field::Source, from: pkt.src, to: after.src });
-        }
-        if after.dst != pkt.dst {
-            rewrites.push(Rewrite { kind: RewriteKind::UnSnat, field: Field::Destination, from: pkt.dst, to: after.dst });
-        }
+        let rewrites = super::network::conntrack_rewrites(pkt, &after, Direction::Reply);
         if rewrites.is_empty() {
             return Step::Arrived;
         }

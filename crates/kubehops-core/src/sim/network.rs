@@ -112,6 +112,23 @@ impl Walked {
     }
 }
 
+/// What a conntrack entry did to a packet going `dir`: on a reply it
+/// undoes the NAT (the source's DNAT, the destination's SNAT); on a later
+/// packet of the original direction it applies the same NAT again.
+pub(super) fn conntrack_rewrites(before: &Packet, after: &Packet, dir: Direction) -> Vec<Rewrite> {
+    let reply = dir == Direction::Reply;
+    let mut out = Vec::new();
+    if after.src != before.src {
+        let kind = if reply { RewriteKind::UnDnat } else { RewriteKind::Snat };
+        out.push(Rewrite { kind, field: Field::Source, from: before.src, to: after.src });
+    }
+    if after.dst != before.dst {
+        let kind = if reply { RewriteKind::UnSnat } else { RewriteKind::Dnat };
+        out.push(Rewrite { kind, field: Field::Destination, from: before.dst, to: after.dst });
+    }
+    out
+}
+
 /// A conntrack direction as the TCP tracker names it.
 pub(super) fn entry_dir(dir: Direction) -> Dir {
     match dir {
@@ -651,15 +668,7 @@ impl World {
         let name = self.actors.short(me).to_string();
         let after = self.conntrack[n].translate(i, dir, pkt, self.clock);
         self.track_segment(n, i, dir);
-        let mut rewrites = Vec::new();
-        if after.src != pkt.src {
-            let kind = if dir == Direction::Reply { RewriteKind::UnDnat } else { RewriteKind::Snat };
-            rewrites.push(Rewrite { kind, field: Field::Source, from: pkt.src, to: after.src });
-        }
-        if after.dst != pkt.dst {
-            let kind = if dir == Direction::Reply { RewriteKind::UnSnat } else { RewriteKind::Dnat };
-            rewrites.push(Rewrite { kind, field: Field::Destination, from: pkt.dst, to: after.dst });
-        }
+        let rewrites = conntrack_rewrites(pkt, &after, dir);
         let to = match self.route(n, after.dst.ip) {
             Ok((to, _)) => to,
             Err(e) => return Step::Drop(e),
@@ -688,13 +697,7 @@ impl World {
         let name = self.actors.short(me).to_string();
         let after = self.conntrack[n].translate(i, dir, pkt, self.clock);
         self.track_segment(n, i, dir);
-        let mut rewrites = Vec::new();
-        if after.src != pkt.src {
-            rewrites.push(Rewrite { kind: RewriteKind::UnDnat, field: Field::Source, from: pkt.src, to: after.src });
-        }
-        if after.dst != pkt.dst {
-            rewrites.push(Rewrite { kind: RewriteKind::UnSnat, field: Field::Destination, from: pkt.dst, to: after.dst });
-        }
+        let rewrites = conntrack_rewrites(pkt, &after, Direction::Reply);
         let detail = format!("conntrack on {name} matches the reply to its own connection's entry and undoes the NAT before the reply reaches the socket: it now runs {}.", packet_text(&after));
         let packet = PacketHop { before: *pkt, after, rewrites, decided_on: Some(me), matched: vec![], by_conntrack: true, could_reach: vec![], conntrack_entry: Some(i), payload: payload.clone(), tunnel: None, segment: None };
         next(me, packet, "conntrack undoes the NAT".into(), detail)
