@@ -278,8 +278,8 @@ fn run(o: &Options) -> Result<ExitCode, String> {
             _ => "none".into(),
         };
         println!(
-            "{NAME}: overlay: {d} scenario decisions, {} wrapped packets captured and equal ({} requests and {} answers the model wraps, on {} of {} connections checked), {} same-node hops bare, {} Pod packets bare between nodes, {} refusals wrapped back, {} connections read again up to a later mark; outer UDP source ports {ports}",
-            k.frames, k.wrapped_requests, k.wrapped_replies, k.with_tunnel, k.connections, k.same_node, k.bare, k.refusals, k.rechecked
+            "{NAME}: overlay: {d} scenario decisions, {} wrapped packets captured and equal ({} requests and {} answers the model wraps, on {} of {} connections checked), {} same-node hops bare, {} Pod packets bare between nodes, {} refusals wrapped back, {} connections read again up to a later mark, {} frames dropped by the capture; outer UDP source ports {ports}",
+            k.frames, k.wrapped_requests, k.wrapped_replies, k.with_tunnel, k.connections, k.same_node, k.bare, k.refusals, k.rechecked, k.dropped
         );
         for cov in &vxlan_coverage {
             let Some(&(d, n, f, secs)) = per.get(&cov.scenario) else { continue };

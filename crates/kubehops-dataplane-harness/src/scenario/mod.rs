@@ -258,6 +258,16 @@ pub fn replay(s: &ScenarioReplay, backend: crate::kernel::Backend, report: &mut 
             check::run_decision(&topo, d, report);
         }
     }
+    if let Some(k) = capture {
+        match k.finish() {
+            Ok(0) => {}
+            Ok(n) => {
+                report.overlay.dropped += n;
+                report.failures.push(format!("{}: the underlay's capture dropped {n} frames, so its checks cannot stand", s.dataplane.name));
+            }
+            Err(e) => report.failures.push(format!("{}: {e}", s.dataplane.name)),
+        }
+    }
 }
 
 fn fail_all(s: &ScenarioReplay, report: &mut Report, e: String) {
