@@ -240,32 +240,36 @@ fn sync_link(player: Player) {
     // however many changes came before it: replaceState takes Chromium
     // several milliseconds (with the packed manifest of an edit, 3 to 6),
     // which a keystroke's next frame would otherwise wait for.
+    // A page that draws no frames (a hidden tab, a cross-origin frame
+    // Chromium throttles, a busy machine) still gets its link: a timer
+    // writes it if no frame came first. Whichever runs second finds the
+    // address written and leaves it.
     let queued = StoredValue::new(false);
+    let write = move || {
+        // The app may be gone by then (the wasm tests unmount it):
+        // nothing to write.
+        if queued.try_set_value(false).is_some() {
+            return;
+        }
+        let (Some(h), Some(last)) = (link.try_get_untracked(), known.try_get_value()) else { return };
+        let now = window().location().hash().unwrap_or_default();
+        if now == last && now != h {
+            write_link(&h);
+            known.set_value(h);
+        }
+    };
     Effect::new(move |_| {
         link.track();
         if !queued.get_value() {
             queued.set_value(true);
-            request_animation_frame(move || {
-                set_timeout(
-                    move || {
-                        // The app may be gone by then (the wasm tests
-                        // unmount it): nothing to write.
-                        if queued.try_set_value(false).is_some() {
-                            return;
-                        }
-                        let (Some(h), Some(last)) = (link.try_get_untracked(), known.try_get_value()) else { return };
-                        let now = window().location().hash().unwrap_or_default();
-                        if now == last && now != h {
-                            write_link(&h);
-                            known.set_value(h);
-                        }
-                    },
-                    std::time::Duration::ZERO,
-                )
-            });
+            request_animation_frame(move || set_timeout(write, std::time::Duration::ZERO));
+            set_timeout(write, LINK_WRITE_AT_MOST);
         }
     });
 }
+
+/// How long the link waits for the next frame before it is written anyway.
+const LINK_WRITE_AT_MOST: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Puts `hash` in the address bar.
 fn write_link(hash: &str) {

@@ -74,6 +74,8 @@ pub struct Report {
     pub splits: Vec<String>,
     /// What the overlay check saw on the underlay (VXLAN runs only).
     pub overlay: crate::scenario::overlay::Counts,
+    /// What the connections followed packet by packet saw (handshake runs only).
+    pub handshake: crate::scenario::stepped::Counts,
 }
 
 /// Connections from one client under session affinity.

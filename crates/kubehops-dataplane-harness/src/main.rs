@@ -38,7 +38,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 const NAME: &str = "dataplane-harness";
-const USAGE: &str = "usage: kubehops-dataplane-harness [--backend nft|legacy|both] [--proxy-mode iptables|nftables|both] [--network routed|vxlan|both] [--only TEXT] [--list]";
+const USAGE: &str = "usage: kubehops-dataplane-harness [--backend nft|legacy|both] [--proxy-mode iptables|nftables|both] [--network routed|vxlan|both] [--handshake yes|no|only] [--only TEXT] [--list]";
 
 struct Options {
     backends: Vec<Backend>,
@@ -47,6 +47,10 @@ struct Options {
     routed: bool,
     /// Run the scenario cases on flannel's VXLAN overlay too.
     vxlan: bool,
+    /// Follow the scenarios' TCP connections packet by packet too.
+    handshake: bool,
+    /// Only that (`--handshake only`): a run of its own, beside the rest.
+    handshake_only: bool,
     only: Option<String>,
     list: bool,
 }
@@ -54,7 +58,7 @@ struct Options {
 const BOTH_MODES: [ProxyMode; 2] = [ProxyMode::Iptables, ProxyMode::Nftables];
 
 fn options() -> Result<Options, String> {
-    let mut o = Options { backends: Backend::ALL.to_vec(), modes: BOTH_MODES.to_vec(), routed: true, vxlan: true, only: None, list: false };
+    let mut o = Options { backends: Backend::ALL.to_vec(), modes: BOTH_MODES.to_vec(), routed: true, vxlan: true, handshake: true, handshake_only: false, only: None, list: false };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -80,6 +84,14 @@ fn options() -> Result<Options, String> {
                     Some("vxlan") => (false, true),
                     Some("both") => (true, true),
                     other => return Err(format!("--network takes routed, vxlan or both, not {other:?}")),
+                }
+            }
+            "--handshake" => {
+                (o.handshake, o.handshake_only) = match args.next().as_deref() {
+                    Some("yes") => (true, false),
+                    Some("no") => (false, false),
+                    Some("only") => (true, true),
+                    other => return Err(format!("--handshake takes yes, no or only, not {other:?}")),
                 }
             }
             "--only" => o.only = Some(args.next().ok_or("--only takes a text to look for in cluster names")?),
@@ -115,16 +127,21 @@ fn run(o: &Options) -> Result<ExitCode, String> {
     let start = Instant::now();
     let mut clusters = sources::golden_cases();
     clusters.extend(sources::fixtures()?);
-    let (scenarios, coverage) = if o.routed { scenario::connections(&o.modes)? } else { Default::default() };
+    // `--handshake only`: the stepped connections alone.
+    let rest = !o.handshake_only;
+    let (scenarios, coverage) = if o.routed && rest { scenario::connections(&o.modes)? } else { Default::default() };
     let wanted = |name: &str| o.only.as_deref().is_none_or(|t| name.contains(t));
-    clusters.retain(|c| o.routed && wanted(&c.spec.name));
-    let iptables = o.routed && o.modes.contains(&ProxyMode::Iptables);
-    let nftables = o.routed && o.modes.contains(&ProxyMode::Nftables);
+    clusters.retain(|c| o.routed && rest && wanted(&c.spec.name));
+    let iptables = o.routed && rest && o.modes.contains(&ProxyMode::Iptables);
+    let nftables = o.routed && rest && o.modes.contains(&ProxyMode::Nftables);
     let scenarios: Vec<_> = scenarios.into_iter().filter(|s| wanted(&s.dataplane.name)).collect();
     // The overlay's run: one mode, the first asked for.
     let vxlan_mode = o.modes[0];
-    let (vxlan, vxlan_coverage) = if o.vxlan { scenario::connections_vxlan(vxlan_mode)? } else { Default::default() };
+    let (vxlan, vxlan_coverage) = if o.vxlan && rest { scenario::connections_vxlan(vxlan_mode)? } else { Default::default() };
     let vxlan: Vec<_> = vxlan.into_iter().filter(|s| wanted(&s.dataplane.name)).collect();
+    // Packet by packet: routed, in the first mode asked for.
+    let (stepped, stepped_all) = if o.routed && o.handshake { scenario::connections_handshake(vxlan_mode)? } else { Default::default() };
+    let stepped: Vec<_> = stepped.into_iter().filter(|s| wanted(&s.dataplane.name)).collect();
     let scenarios_in = |mode: ProxyMode| scenarios.iter().filter(move |s| s.mode == mode);
     if o.list {
         let modes: Vec<&str> = o.modes.iter().map(|m| m.as_str()).collect();
@@ -137,6 +154,9 @@ fn run(o: &Options) -> Result<ExitCode, String> {
         for s in &vxlan {
             let wrapped: usize = s.connections.iter().map(|c| c.wrapped.len()).sum();
             println!("{}: {} connections, {wrapped} wrapped hops (kube-proxy {}, VXLAN overlay)", s.dataplane.name, s.connections.len(), s.mode.as_str());
+        }
+        for s in &stepped {
+            println!("{}: {} connections packet by packet (kube-proxy {}, handshake=1)", s.dataplane.name, s.connections.len(), s.mode.as_str());
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -288,6 +308,28 @@ fn run(o: &Options) -> Result<ExitCode, String> {
                 cov.scenario, cov.builds, cov.data_planes, cov.connections, cov.identical, cov.packet_hops
             );
         }
+    }
+    if !stepped.is_empty() {
+        let backend = o.backends[0];
+        let (t, d0, c0, f0) = (Instant::now(), report.decisions, report.connections, report.failed);
+        let mut seen = HashSet::new();
+        for s in &stepped {
+            scenario::replay(s, backend, &mut report, &mut seen);
+        }
+        let (d, c, f) = (report.decisions - d0, report.connections - c0, report.failed - f0);
+        let k = &report.handshake;
+        let planes = stepped.len();
+        println!(
+            "{NAME}: packet by packet (handshake=1, kube-proxy {}, iptables-{}): {} TCP connections on {planes} data planes (one per story of the {stepped_all} the cases follow to their close), each stopped after each of its 9 packets: {} points, {} conntrack entries equal to the model's (states seen: {}); {} attempts let go for another pick; with the SYN's {d} decisions ({f} failed), {c} kernel connections, {:.1} s",
+            vxlan_mode.as_str(),
+            backend.name(),
+            k.connections,
+            k.points,
+            k.entries,
+            k.states.join(", "),
+            k.other_picks,
+            t.elapsed().as_secs_f64()
+        );
     }
     // Two checks of the run itself, besides its decisions.
     let mut safety_failed = 0;

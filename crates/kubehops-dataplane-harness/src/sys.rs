@@ -134,6 +134,18 @@ fn connect_fd(fd: libc::c_int, dst: SocketAddrV4, timeout: Duration) -> io::Resu
     Ok(())
 }
 
+/// Turns on TCP keepalive probes after `idle` seconds idle, then every
+/// `every` seconds, for as long as the socket is open.
+pub fn keepalive(stream: &TcpStream, idle: i32, every: i32) -> io::Result<()> {
+    let fd = stream.as_raw_fd();
+    set_int_option(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, idle)?;
+    set_int_option(fd, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, every)?;
+    set_int_option(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1)?;
+    // Unanswered probes never reset it (a stepped connection holds the
+    // client's ACKs of them).
+    set_int_option(fd, libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 127)
+}
+
 /// `Ipv4Addr` and port as std's socket address.
 pub fn v4(ip: Ipv4Addr, port: u16) -> SocketAddrV4 {
     SocketAddrV4::new(ip, port)

@@ -17,6 +17,7 @@ use kubehops_core::net::{Protocol, SockAddr};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Shutdown, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::BTreeMap;
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -129,6 +130,10 @@ fn serve_tcp_connection(stream: TcpStream) {
         return;
     }
     let Some(reply) = answer(local, peer, &line) else { return };
+    let nonce: Option<u64> = line.trim().strip_prefix("kh ").and_then(|n| n.parse().ok());
+    if let Some(n) = nonce {
+        wait_to_answer(n);
+    }
     let mut w = &stream;
     if w.write_all(reply.as_bytes()).is_err() {
         return;
@@ -137,6 +142,99 @@ fn serve_tcp_connection(stream: TcpStream) {
     while matches!(reader.read_line(&mut rest), Ok(n) if n > 0) {
         rest.clear();
     }
+    // The client closed its side; a stepped connection's server closes
+    // its own when the harness says.
+    if let Some(n) = nonce {
+        wait_for_close(&stream, n);
+    }
+}
+
+/// What the harness has let the server of a stepped connection
+/// (`scenario::stepped`) do so far: it says when each packet goes.
+#[derive(Clone, Copy, Debug, Default)]
+struct Let {
+    /// Answer the request ([`answer_now`]).
+    answer: bool,
+    /// Send one ACK of all it received ([`ack_now`]).
+    ack: bool,
+}
+
+/// Stepped connections by nonce; a server closes its side after the
+/// client's FIN once its nonce is gone ([`release_close`]).
+static STEPPED: Mutex<BTreeMap<u64, Let>> = Mutex::new(BTreeMap::new());
+/// The longest a server waits for the harness.
+const STEPPED_WAIT: Duration = Duration::from_secs(60);
+
+/// A nonce for a stepped connection: its server answers the request on
+/// [`answer_now`], and after the client's FIN keeps its side open until
+/// [`release_close`].
+pub fn stepped() -> u64 {
+    let nonce = NONCE.fetch_add(1, Ordering::SeqCst);
+    if let Ok(mut all) = STEPPED.lock() {
+        all.insert(nonce, Let::default());
+    }
+    nonce
+}
+
+fn allow(nonce: u64, f: impl FnOnce(&mut Let)) {
+    if let Ok(mut all) = STEPPED.lock() {
+        if let Some(l) = all.get_mut(&nonce) {
+            f(l);
+        }
+    }
+}
+
+/// Lets the server of `nonce`'s connection answer its request.
+pub fn answer_now(nonce: u64) {
+    allow(nonce, |l| l.answer = true);
+}
+
+/// Has the server of `nonce`'s connection send one ACK of all it
+/// received (a keepalive probe; its kernel's own ACK of the FIN went
+/// when it came).
+pub fn ack_now(nonce: u64) {
+    allow(nonce, |l| l.ack = true);
+}
+
+/// Lets the server of `nonce`'s connection close its side (and answer,
+/// if it has not).
+pub fn release_close(nonce: u64) {
+    if let Ok(mut all) = STEPPED.lock() {
+        all.remove(&nonce);
+    }
+}
+
+fn stepped_state(nonce: u64) -> Option<Let> {
+    STEPPED.lock().ok().and_then(|all| all.get(&nonce).copied())
+}
+
+/// Waits until the harness lets a stepped connection's server answer.
+fn wait_to_answer(nonce: u64) {
+    let t = std::time::Instant::now();
+    while stepped_state(nonce).is_some_and(|l| !l.answer) && t.elapsed() < STEPPED_WAIT {
+        std::thread::sleep(POLL);
+    }
+}
+
+fn wait_for_close(stream: &TcpStream, nonce: u64) {
+    if stepped_state(nonce).is_none() {
+        return;
+    }
+    let t = std::time::Instant::now();
+    let mut acked = false;
+    while let Some(l) = stepped_state(nonce).filter(|_| t.elapsed() < STEPPED_WAIT) {
+        if l.ack && !acked {
+            // One probe: at once (the connection has been idle since the
+            // FIN), the next an hour on. More would be retransmissions to
+            // conntrack, which caps the entry's timeout after three.
+            let _ = sys::keepalive(stream, 1, 3600);
+            acked = true;
+        }
+        std::thread::sleep(POLL);
+    }
+    // The FIN now: the server keeps a clone of every stream (to shut them
+    // when stopped), so dropping this one would not close the socket.
+    let _ = stream.shutdown(Shutdown::Write);
 }
 
 fn udp_server(addr: SocketAddrV4, ready: mpsc::Sender<Result<(), String>>, stop: Arc<AtomicBool>) -> Result<(), String> {
@@ -219,7 +317,7 @@ fn classify(e: &std::io::Error) -> Outcome {
 }
 
 /// Reads `LOCAL PEER NONCE` and checks the nonce.
-fn parse_answer(line: &str, nonce: u64) -> Outcome {
+pub fn parse_answer(line: &str, nonce: u64) -> Outcome {
     let words: Vec<&str> = line.split_whitespace().collect();
     let parsed = match words.as_slice() {
         [local, peer, n] if n.parse::<u64>().ok() == Some(nonce) => local.parse::<std::net::SocketAddrV4>().ok().zip(peer.parse::<std::net::SocketAddrV4>().ok()),
@@ -244,7 +342,7 @@ static NEXT_PORT: AtomicU64 = AtomicU64::new(0);
 /// Ports tried before giving up when each is taken in the namespace.
 const PORT_TRIES: usize = 16;
 
-fn next_source_port() -> u16 {
+pub fn next_source_port() -> u16 {
     let span = u64::from(PROBE_PORTS.end() - PROBE_PORTS.start()) + 1;
     let n = NEXT_PORT.fetch_add(1, Ordering::SeqCst) % span;
     PROBE_PORTS.start() + n as u16

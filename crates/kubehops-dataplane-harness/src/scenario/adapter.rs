@@ -12,12 +12,14 @@
 //! each becomes a [`Connection`] or is counted as skipped, with why, in
 //! the scenario's [`Coverage`]. So is every hop that carries no packet.
 
-use super::{Client, Connection, Coverage, End, MachineHop, ScenarioReplay, WrappedHop};
+use super::{Client, Connection, Coverage, End, MachineHop, ModelEntry, Point, ScenarioReplay, WrappedHop};
 use kubehops_core::dataplane::overlay::PodNetwork;
 use crate::plan::{DataplaneSpec, PlannedHost, ProxyMode};
 use kubehops_core::dataplane::iptables::{RuleRef, TableName};
 use kubehops_core::dataplane::kubeproxy::NodeRules;
 use kubehops_core::dataplane::rules::RuleTable;
+use kubehops_core::dataplane::tcp::{standard_segments, Segment};
+use kubehops_core::net::Packet;
 use kubehops_core::scenarios::{self, Params, Scenario};
 use kubehops_core::sim::{ActorId, ActorKind, DataplaneSnapshot, DropReason, HostSnapshot, Hop, Leg, MatchedRule};
 
@@ -120,6 +122,20 @@ pub fn replays(modes: &[ProxyMode]) -> Result<(Vec<ScenarioReplay>, Vec<Coverage
 /// As [`replays`], every case built with the Pod network `network` (its
 /// value added to every set, `network=vxlan`, unless routed, the default).
 pub fn replays_on(modes: &[ProxyMode], network: PodNetwork) -> Result<(Vec<ScenarioReplay>, Vec<Coverage>), String> {
+    replays_with(modes, network, false)
+}
+
+/// Every case built with `handshake=1` (routed, kube-proxy in `mode`):
+/// the TCP connections a story follows packet by packet to their close
+/// and a server answers, each as its SYN's hops (the rules' walk) and its
+/// SYN-ACK's (the answer), with the model's entries after each packet
+/// ([`Connection::handshake`]). Connections that end in a drop, or that a
+/// proxy opens while it answers (one request and one reply), are not.
+pub fn handshakes(mode: ProxyMode) -> Result<(Vec<ScenarioReplay>, Vec<Coverage>), String> {
+    replays_with(&[mode], PodNetwork::Routed, true)
+}
+
+fn replays_with(modes: &[ProxyMode], network: PodNetwork, handshake: bool) -> Result<(Vec<ScenarioReplay>, Vec<Coverage>), String> {
     let mut planes: Vec<(String, DataplaneSnapshot, ScenarioReplay)> = Vec::new();
     let mut cover: Vec<Coverage> = Vec::new();
     let mut built: Vec<(&str, Params)> = Vec::new();
@@ -130,6 +146,9 @@ pub fn replays_on(modes: &[ProxyMode], network: PodNetwork) -> Result<(Vec<Scena
             }
             if network != PodNetwork::Routed {
                 pairs.push((scenarios::params::POD_NETWORK, scenarios::params::pod_network_value(&network)));
+            }
+            if handshake {
+                pairs.push((scenarios::params::HANDSHAKE, "1"));
             }
             // A stated set that is the defaults is built once.
             let p = params(id, &pairs)?;
@@ -150,7 +169,7 @@ pub fn replays_on(modes: &[ProxyMode], network: PodNetwork) -> Result<(Vec<Scena
                 cover.len() - 1
             });
             cover[at].builds += 1;
-            collect(&s, &label, mode, &network, &mut planes, &mut cover[at]);
+            collect(&s, &label, mode, &network, handshake, &mut planes, &mut cover[at]);
         }
     }
     for c in &mut cover {
@@ -160,25 +179,37 @@ pub fn replays_on(modes: &[ProxyMode], network: PodNetwork) -> Result<(Vec<Scena
 }
 
 /// One built scenario: its hops, sorted into connections by data plane.
-fn collect(s: &Scenario, label: &str, mode: ProxyMode, network: &PodNetwork, planes: &mut Vec<(String, DataplaneSnapshot, ScenarioReplay)>, cov: &mut Coverage) {
-    let mut groups: Vec<((u32, bool), usize, Vec<&Hop>)> = Vec::new();
+fn collect(s: &Scenario, label: &str, mode: ProxyMode, network: &PodNetwork, handshake: bool, planes: &mut Vec<(String, DataplaneSnapshot, ScenarioReplay)>, cov: &mut Coverage) {
+    let mut groups: Vec<((u32, bool), usize, Vec<At>)> = Vec::new();
     for (i, st) in s.steps.iter().enumerate() {
-        for h in &st.hops {
+        for (j, h) in st.hops.iter().enumerate() {
             match (h.conn, &h.packet) {
                 _ if h.arp.is_some() => *cov.skipped.entry(SKIP_ARP).or_default() += 1,
                 (Some(c), Some(_)) => match groups.iter_mut().find(|g| g.0 == (c, h.what_if)) {
-                    Some(g) => g.2.push(h),
-                    None => groups.push(((c, h.what_if), i, vec![h])),
+                    Some(g) => g.2.push((i, j)),
+                    None => groups.push(((c, h.what_if), i, vec![(i, j)])),
                 },
                 (_, None) if h.dropped.is_some() => *cov.skipped.entry(SKIP_NO_PACKET).or_default() += 1,
                 _ => cov.not_packets += 1,
             }
         }
     }
-    for ((conn, what_if), step, hops) in groups {
+    for ((conn, what_if), step, at) in groups {
         let Some(snap) = &s.steps[step].snapshot else { continue };
         let st = &s.steps[step];
         let what = format!("{label}, step {} ({}), connection {conn}{}", step + 1, st.title, if what_if { ", what if" } else { "" });
+        let points = if handshake {
+            match packet_by_packet(s, snap, &at) {
+                Some(p) => Some(p),
+                None => continue,
+            }
+        } else {
+            None
+        };
+        // Followed packet by packet, the connection's rules are its SYN's
+        // and its answer its SYN-ACK's.
+        let opening = |&(i, j): &At| s.steps[i].hops[j].packet.as_ref().and_then(|p| p.segment).is_some_and(|g| g.flags.syn);
+        let hops: Vec<&Hop> = at.iter().filter(|a| points.is_none() || opening(a)).map(|&(i, j)| &s.steps[i].hops[j]).collect();
         let (c, skipped) = match connection(s, snap, &hops, what) {
             Ok(x) => x,
             Err(reason) => {
@@ -192,6 +223,13 @@ fn collect(s: &Scenario, label: &str, mode: ProxyMode, network: &PodNetwork, pla
         let server = hops.iter().find(|h| h.leg == Leg::Back).and_then(|h| s.actor(h.from)).map(|a| a.kind);
         if let Some(why) = stand_in(server) {
             *cov.stand_ins.entry(why).or_default() += 1;
+        }
+        let mut c = c;
+        if let Some(points) = points {
+            if !matches!(c.end, End::Answered { .. }) {
+                continue;
+            }
+            c.handshake = points;
         }
         cov.connections += 1;
         cov.packet_hops += c.packet_hops;
@@ -207,6 +245,58 @@ fn collect(s: &Scenario, label: &str, mode: ProxyMode, network: &PodNetwork, pla
             replay.connections.push(c);
         }
     }
+}
+
+/// A hop of a scenario: its step and its index there.
+type At = (usize, usize);
+
+/// A TCP connection's nine packets (`handshake=1`), each with the model's
+/// entries after it on the machines the SYN made one on; `None` for any
+/// other connection (UDP, one ended by a drop, one a proxy opened while
+/// it answered).
+fn packet_by_packet(s: &Scenario, snap: &DataplaneSnapshot, at: &[At]) -> Option<Vec<Point>> {
+    let m = Machines { snap, s };
+    let hop = |&(i, j): &At| &s.steps[i].hops[j];
+    // Each segment with its last hop.
+    let mut segments: Vec<(Segment, At)> = Vec::new();
+    for a in at {
+        let Some(seg) = hop(a).packet.as_ref().and_then(|p| p.segment) else { continue };
+        match segments.last_mut() {
+            Some((x, last)) if *x == seg => *last = *a,
+            _ => segments.push((seg, *a)),
+        }
+    }
+    let names: Vec<&str> = standard_segments().iter().map(|(_, g)| g.name()).collect();
+    if segments.iter().map(|(g, _)| g.name()).collect::<Vec<_>>() != names {
+        return None;
+    }
+    // The entries the SYN made: each machine, with the SYN as it arrived.
+    let syn_end = segments[0].1;
+    let made: Vec<(ActorId, String, Packet)> = at
+        .iter()
+        .filter(|a| **a <= syn_end)
+        .filter_map(|a| {
+            let p = hop(a).packet.as_ref().filter(|p| p.conntrack_entry.is_some() && !p.by_conntrack)?;
+            let on = p.decided_on?;
+            Some((on, m.name(on)?, p.before))
+        })
+        .collect();
+    let points = segments
+        .iter()
+        .map(|(seg, (i, j))| {
+            let view = s.steps[*i].views.get(j + 1);
+            let entries = made
+                .iter()
+                .map(|(on, machine, original)| {
+                    let lines = view.and_then(|v| v.nodes.iter().find(|n| n.node == *on).map(|n| &n.conntrack).or_else(|| v.hosts.iter().find(|h| h.host == *on).map(|h| &h.conntrack)));
+                    let line = lines.and_then(|ls| ls.iter().find(|l| l.original.src == original.src && l.original.dst == original.dst)).map(|l| l.text.clone());
+                    ModelEntry { machine: machine.clone(), original: *original, line }
+                })
+                .collect();
+            Point { segment: seg.name(), entries }
+        })
+        .collect();
+    Some(points)
 }
 
 /// The machines whose rules decide packets: nodes and hosts, by actor.
@@ -270,7 +360,7 @@ fn connection(s: &Scenario, snap: &DataplaneSnapshot, hops: &[&Hop], what: Strin
     let machine_hops: Vec<MachineHop> = part.iter().filter_map(|h| machine_hop(&m, h)).collect();
     let end = end_of(&m, part)?;
     let (wrapped, same_node) = pod_network_hops(&m, part);
-    let c = Connection { what, client, sent, route: at_node, hops: machine_hops, end, packet_hops: part.len(), wrapped, same_node };
+    let c = Connection { what, client, sent, route: at_node, hops: machine_hops, end, packet_hops: part.len(), wrapped, same_node, handshake: Vec::new() };
     Ok((c, hops.len() - part.len()))
 }
 

@@ -41,6 +41,7 @@
 
 pub mod adapter;
 pub mod overlay;
+pub mod stepped;
 
 use crate::check::{self, Report};
 use crate::decisions::{Decision, Mode, Source};
@@ -103,6 +104,30 @@ pub struct Connection {
     pub wrapped: Vec<WrappedHop>,
     /// The packets of hops that stay on one node, never wrapped.
     pub same_node: Vec<Packet>,
+    /// Built with `handshake=1`: the model's conntrack entries after each
+    /// of the connection's nine packets (empty otherwise). The
+    /// connection's hops are then its SYN's, and its end the SYN-ACK's.
+    pub handshake: Vec<Point>,
+}
+
+/// A point of a connection followed packet by packet: after `segment`
+/// (`SYN`, `SYN-ACK`, … as `Segment::name` says), every entry the
+/// model's machines hold for the connection.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    pub segment: &'static str,
+    pub entries: Vec<ModelEntry>,
+}
+
+/// A machine's conntrack entry in the model, as `conntrack -L` prints
+/// it (the model's own rendering, read with the kernel's parser).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelEntry {
+    pub machine: String,
+    /// The entry's original direction: the SYN as it reached the machine.
+    pub original: Packet,
+    /// `None`: the model holds no entry for it at this point.
+    pub line: Option<String>,
 }
 
 /// A hop of a connection the Pod network wraps: `PacketHop::tunnel`.
@@ -192,6 +217,54 @@ pub fn connections_vxlan(mode: ProxyMode) -> Result<(Vec<ScenarioReplay>, Vec<Co
     adapter::replays_on(&[mode], PodNetwork::Vxlan(Default::default()))
 }
 
+/// The same cases built with `handshake=1` (routed, kube-proxy in
+/// `mode`): the TCP connections a server answers, each followed packet by
+/// packet ([`stepped`]).
+///
+/// A stepped connection takes seconds (held segments come again on
+/// retransmission timers), so of the connections whose packet-by-packet
+/// story is the same (the same kind of client, the same machines, nodes
+/// or hosts, holding the same entries after every packet, addresses
+/// aside) one is followed: the kernel's TCP tracking does not read the
+/// addresses. Also returns how many there were in all.
+pub fn connections_handshake(mode: ProxyMode) -> Result<(Vec<ScenarioReplay>, usize), String> {
+    let (mut planes, _) = adapter::handshakes(mode)?;
+    let all = planes.iter().map(|s| s.connections.len()).sum();
+    let mut stories = HashSet::new();
+    for s in &mut planes {
+        let hosts: BTreeSet<&str> = s.dataplane.hosts.iter().map(|h| h.name.as_str()).collect();
+        s.connections.retain(|c| stories.insert(story(c, &hosts)));
+    }
+    planes.retain(|s| !s.connections.is_empty());
+    Ok((planes, all))
+}
+
+/// What a connection followed packet by packet shows, addresses aside.
+fn story(c: &Connection, hosts: &BTreeSet<&str>) -> String {
+    let client = match &c.client {
+        Client::Outside => "outside".to_string(),
+        Client::Pod => "pod".to_string(),
+        Client::Machine(m) => format!("{} {m}", if hosts.contains(m.as_str()) { "host" } else { "node" }),
+    };
+    let points: Vec<String> = c
+        .handshake
+        .iter()
+        .map(|p| {
+            let entries: Vec<String> = p
+                .entries
+                .iter()
+                .map(|e| {
+                    let kind = if hosts.contains(e.machine.as_str()) { "host" } else { "node" };
+                    let line = e.line.as_deref().and_then(crate::kernel::parse_entry);
+                    format!("{kind}:{}", line.map_or("none".into(), |k| format!("{:?} {} {} {}", k.state, k.timeout, k.assured, k.unreplied)))
+                })
+                .collect();
+            entries.join(",")
+        })
+        .collect();
+    format!("{client}|{}", points.join("|"))
+}
+
 /// Addresses and servers outside the cluster the connections need.
 fn outside_of(s: &ScenarioReplay) -> (Vec<Ipv4Addr>, Vec<(Protocol, SockAddr)>) {
     let pods: BTreeSet<Ipv4Addr> = s.dataplane.pods.iter().map(|p| p.0).collect();
@@ -222,7 +295,9 @@ pub fn replay(s: &ScenarioReplay, backend: crate::kernel::Backend, report: &mut 
         Err(e) => return fail_all(s, report, e),
     };
     plan.network = s.network.clone();
-    let decisions: Vec<Option<Decision>> = s.connections.iter().map(|c| split_decision(&plan, c)).collect();
+    // A connection followed packet by packet had its split checked when
+    // replayed as one request (the routed run).
+    let decisions: Vec<Option<Decision>> = s.connections.iter().map(|c| split_decision(&plan, c).filter(|_| c.handshake.is_empty())).collect();
     for d in decisions.iter().flatten() {
         if let Err(e) = plan.add_source(d) {
             return fail_all(s, report, e);
@@ -419,6 +494,9 @@ fn replay_connection(topo: &Topology, c: &Connection, report: &mut Report, mut c
         }
         Err(format!("the kernel never took the scenario's picks in {attempts} connections"))
     })();
+    // Built with `handshake=1`: the same connection once more, packet by
+    // packet, on the same routes.
+    let result = result.and_then(|()| if c.handshake.is_empty() { Ok(()) } else { stepped::run(topo, c, &mut report.handshake) });
     if let Some((a, _)) = routed_to {
         topo.route_vip(a, None)?;
     }
@@ -775,5 +853,32 @@ mod tests {
         let (s, h) = snat(RuleTable::Nat).expect("a hop the network plugin masqueraded (a Pod's egress)");
         let rule = h.matched.iter().rev().find(|m| m.2.contains("-j MASQUERADE")).unwrap();
         assert_eq!(random_fully(&plan_of(s), h), rule.2.contains("--random-fully"), "{rule:?}");
+    }
+
+    #[test]
+    fn a_connection_packet_by_packet_is_its_syn_and_the_entries_after_each_packet() {
+        let (hs, total) = connections_handshake(ProxyMode::Iptables).expect("the scenarios build with handshake=1");
+        let (plain, _) = all();
+        let followed: Vec<&Connection> = hs.iter().flat_map(|s| s.connections.iter()).collect();
+        assert!(!followed.is_empty() && followed.len() < total, "{} stories of {total} connections", followed.len());
+        let names: Vec<&str> = kubehops_core::dataplane::tcp::standard_segments().iter().map(|(_, g)| g.name()).collect();
+        for c in &followed {
+            // Its SYN walks the rules the one-request story walks.
+            let same = plain.iter().flat_map(|s| s.connections.iter()).find(|p| p.sent == c.sent && p.hops == c.hops);
+            assert!(same.is_some(), "{}: no one-request connection walks the SYN's rules", c.what);
+            assert!(matches!(c.end, End::Answered { .. }), "{}: {:?}", c.what, c.end);
+            assert_eq!(c.handshake.iter().map(|p| p.segment).collect::<Vec<_>>(), names, "{}", c.what);
+            // Every point names an entry on every machine the SYN made
+            // one on, in conntrack's own words (TIME_WAIT at the end).
+            for p in &c.handshake {
+                assert!(!p.entries.is_empty(), "{}: no entry after the {}", c.what, p.segment);
+                for e in &p.entries {
+                    let line = e.line.as_deref().and_then(crate::kernel::parse_entry);
+                    assert!(line.as_ref().is_some_and(|l| l.state.is_some()), "{}: {} after the {}: {:?}", c.what, e.machine, p.segment, e.line);
+                }
+            }
+            let last = c.handshake.last().unwrap().entries.iter().filter_map(|e| crate::kernel::parse_entry(e.line.as_deref()?)).map(|l| l.state.unwrap_or_default()).collect::<Vec<_>>();
+            assert!(last.iter().all(|s| s == "TIME_WAIT"), "{}: {last:?}", c.what);
+        }
     }
 }
