@@ -228,9 +228,15 @@ fn sync_link(player: Player) {
     // page, a test) has put a hash there whose hashchange may not have
     // run yet: the write leaves it, and the state follows it.
     let known = StoredValue::new(hash.clone());
+    // A write is waiting (see below).
+    let queued = StoredValue::new(false);
     let _ = window_event_listener(ev::hashchange, move |_| {
         let h = window().location().hash().unwrap_or_default();
         known.set_value(h.clone());
+        // The new address leads: a write queued for the state before it
+        // is dropped (the state it opens may take a build to show, and
+        // until then the link is still the old one).
+        queued.set_value(false);
         if h != player.link_hash() {
             player.open_link(&h);
         }
@@ -244,13 +250,13 @@ fn sync_link(player: Player) {
     // Chromium throttles, a busy machine) still gets its link: a timer
     // writes it if no frame came first. Whichever runs second finds the
     // address written and leaves it.
-    let queued = StoredValue::new(false);
     let write = move || {
-        // The app may be gone by then (the wasm tests unmount it):
-        // nothing to write.
-        if queued.try_set_value(false).is_some() {
+        // Written already (by the other of the two), dropped for a new
+        // address, or the app is gone (the wasm tests unmount it).
+        if queued.try_get_value() != Some(true) {
             return;
         }
+        queued.set_value(false);
         let (Some(h), Some(last)) = (link.try_get_untracked(), known.try_get_value()) else { return };
         let now = window().location().hash().unwrap_or_default();
         if now == last && now != h {

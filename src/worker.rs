@@ -153,13 +153,26 @@ pub fn send(job: Job, status: RwSignal<Status>, answer: impl Fn(Reply) + 'static
 
 /// Starts the worker, if it is not running, with nothing to do yet: its
 /// wasm is then fetched and compiled before the page first needs it.
+/// Not for a reader who asked to save data (Save-Data): a reader who
+/// only plays never needs it, and it comes when first asked for.
 pub fn warm(status: RwSignal<Status>) {
+    if saves_data() {
+        return;
+    }
     STATUS.with(|s| {
         let mut v = s.get();
         v[slot(Kind::Build)].get_or_insert(status);
         s.set(v);
     });
     let _ = running_or_started(Kind::Build);
+}
+
+/// Whether the browser says its reader wants to save data
+/// (`navigator.connection.saveData`, the Save-Data header's switch).
+fn saves_data() -> bool {
+    let Some(navigator) = web_sys::window().map(|w| w.navigator()) else { return false };
+    let connection = js_sys::Reflect::get(&navigator, &JsValue::from_str("connection")).ok().filter(JsValue::is_object);
+    connection.and_then(|c| js_sys::Reflect::get(&c, &JsValue::from_str("saveData")).ok()).and_then(|v| v.as_bool()).unwrap_or(false)
 }
 
 /// How long start-up waits for its first build before it draws the page

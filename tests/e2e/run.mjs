@@ -205,6 +205,39 @@ await test('a worker that cannot load: the opening state plays, and a change of 
   await page.close();
 });
 
+// Save-Data: the worker's 300 KB are fetched when the page first needs
+// them (a change of parameters), not right after it is shown; without it,
+// right after.
+await test('with Save-Data the worker is fetched when first needed, without it right after the page is shown', async () => {
+  const opened = async (saveData) => {
+    const page = await browser.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    if (saveData) {
+      await page.addInitScript(() => Object.defineProperty(navigator, 'connection', { value: { saveData: true }, configurable: true }));
+    }
+    const fetched = [];
+    page.on('request', (r) => { if (/kubehops-worker-[0-9a-f]+_bg\.wasm$/.test(r.url())) fetched.push(r.url()); });
+    await page.goto(`${origin}/#/service-types/1`);
+    await page.waitForSelector('.kh[data-step] .kh-node-card', { timeout: 15000 });
+    await page.waitForTimeout(1500);
+    return { page, errors, fetched };
+  };
+  const plain = await opened(false);
+  check(plain.fetched.length === 1, `without Save-Data the worker is not fetched once the page is shown: ${plain.fetched.length}`);
+  await plain.page.close();
+  const { page, errors, fetched } = await opened(true);
+  check(fetched.length === 0, `with Save-Data the worker was fetched before it was needed: ${fetched.join(', ')}`);
+  const needed = page.waitForRequest(/kubehops-worker-[0-9a-f]+_bg\.wasm$/, { timeout: 20000 }).catch(() => null);
+  await page.getByRole('tab', { name: 'NodePort', exact: true }).click();
+  check(await needed !== null, 'the worker was not fetched when first needed');
+  // The change is built (by the worker, once it came) and shown.
+  await page.waitForFunction(() => (document.querySelector('[data-testid=kubectl]')?.textContent ?? '').includes('NodePort'), null, { timeout: 20000 });
+  check((await page.textContent('.kh-canvas svg')).includes('Node-1'), 'no canvas after the change');
+  check(errors.length === 0, `page errors: ${errors.join(' | ')}`);
+  await page.close();
+});
+
 await test('controls are real buttons with accessible names', async () => {
   const { page } = await open();
   for (const name of ['Play', 'Previous step', 'Next step', 'Restart']) {

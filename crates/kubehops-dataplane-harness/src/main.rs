@@ -183,6 +183,8 @@ fn run(o: &Options) -> Result<ExitCode, String> {
     let mut per_mode: BTreeMap<&str, usize> = BTreeMap::new();
     // The overlay's run: its mode and decisions.
     let mut overlay_decisions: Option<(&str, usize)> = None;
+    // The packet-by-packet run: its mode and the SYNs' decisions.
+    let mut stepped_decisions: Option<(&str, usize)> = None;
     // Replays one mode's scenarios with one backend; how many decisions
     // and connections that took.
     let mut replay_scenarios = |mode: ProxyMode, backend: Backend, report: &mut Report| {
@@ -317,6 +319,7 @@ fn run(o: &Options) -> Result<ExitCode, String> {
             scenario::replay(s, backend, &mut report, &mut seen);
         }
         let (d, c, f) = (report.decisions - d0, report.connections - c0, report.failed - f0);
+        stepped_decisions = Some((vxlan_mode.as_str(), d));
         let k = &report.handshake;
         let planes = stepped.len();
         println!(
@@ -381,6 +384,9 @@ fn run(o: &Options) -> Result<ExitCode, String> {
     let mut modes: Vec<String> = per_mode.iter().map(|(m, d)| format!("{d} with kube-proxy in {m} mode")).collect();
     if let Some((m, d)) = overlay_decisions {
         modes.push(format!("{d} with kube-proxy in {m} mode on a VXLAN overlay"));
+    }
+    if let Some((m, d)) = stepped_decisions {
+        modes.push(format!("{d} with kube-proxy in {m} mode, the SYNs of connections followed packet by packet"));
     }
     println!(
         "{NAME}: {} decisions checked against the kernel ({}; {} connections, {} random splits, {} session affinity checks, {} answers lost on an asymmetric path as the model says, iptables backends {}), root namespace unchanged: {}, in {secs:.1} s",
