@@ -47,15 +47,7 @@ fn hop(s: &Scenario, (k, i): At) -> &Hop {
 
 /// The segments of a connection, each with its last hop.
 fn segments(s: &Scenario, hops: &[At]) -> Vec<(Segment, At)> {
-    let mut out: Vec<(Segment, At)> = Vec::new();
-    for &at in hops {
-        let Some(seg) = hop(s, at).packet.as_ref().and_then(|p| p.segment) else { continue };
-        match out.last_mut() {
-            Some((x, last)) if *x == seg => *last = at,
-            _ => out.push((seg, at)),
-        }
-    }
-    out
+    kubehops_core::sim::hop::segments(hops.iter().map(|&at| (at, hop(s, at))))
 }
 
 /// Where the SYN created an entry: each node or host, with the packet as

@@ -135,12 +135,12 @@ fn run(o: &Options) -> Result<ExitCode, String> {
     let iptables = o.routed && rest && o.modes.contains(&ProxyMode::Iptables);
     let nftables = o.routed && rest && o.modes.contains(&ProxyMode::Nftables);
     let scenarios: Vec<_> = scenarios.into_iter().filter(|s| wanted(&s.dataplane.name)).collect();
-    // The overlay's run: one mode, the first asked for.
-    let vxlan_mode = o.modes[0];
-    let (vxlan, vxlan_coverage) = if o.vxlan && rest { scenario::connections_vxlan(vxlan_mode)? } else { Default::default() };
+    // The overlay's run and the packet-by-packet run: one mode, the first asked for.
+    let first_mode = o.modes[0];
+    let (vxlan, vxlan_coverage) = if o.vxlan && rest { scenario::connections_vxlan(first_mode)? } else { Default::default() };
     let vxlan: Vec<_> = vxlan.into_iter().filter(|s| wanted(&s.dataplane.name)).collect();
     // Packet by packet: routed, in the first mode asked for.
-    let (stepped, stepped_all) = if o.routed && o.handshake { scenario::connections_handshake(vxlan_mode)? } else { Default::default() };
+    let (stepped, stepped_all) = if o.routed && o.handshake { scenario::connections_handshake(first_mode)? } else { Default::default() };
     let stepped: Vec<_> = stepped.into_iter().filter(|s| wanted(&s.dataplane.name)).collect();
     let scenarios_in = |mode: ProxyMode| scenarios.iter().filter(move |s| s.mode == mode);
     if o.list {
@@ -283,14 +283,14 @@ fn run(o: &Options) -> Result<ExitCode, String> {
             *e = (e.0 + report.decisions - d, e.1 + report.connections - c, e.2 + report.failed - f, e.3 + ts.elapsed().as_secs_f64());
         }
         let (d, c, f) = (report.decisions - d0, report.connections - c0, report.failed - f0);
-        overlay_decisions = Some((vxlan_mode.as_str(), d));
-        let with = match vxlan_mode {
+        overlay_decisions = Some((first_mode.as_str(), d));
+        let with = match first_mode {
             ProxyMode::Iptables => format!("iptables-{}", backend.name()),
             ProxyMode::Nftables => format!("nftables, the network plugin's rules with iptables-{}", backend.name()),
         };
         println!(
             "{NAME}: overlay (network=vxlan, kube-proxy {}, {with}): {d} scenario decisions ({f} failed), {c} connections, {} data planes, {:.1} s",
-            vxlan_mode.as_str(),
+            first_mode.as_str(),
             vxlan.len(),
             t.elapsed().as_secs_f64()
         );
@@ -319,12 +319,12 @@ fn run(o: &Options) -> Result<ExitCode, String> {
             scenario::replay(s, backend, &mut report, &mut seen);
         }
         let (d, c, f) = (report.decisions - d0, report.connections - c0, report.failed - f0);
-        stepped_decisions = Some((vxlan_mode.as_str(), d));
+        stepped_decisions = Some((first_mode.as_str(), d));
         let k = &report.handshake;
         let planes = stepped.len();
         println!(
             "{NAME}: packet by packet (handshake=1, kube-proxy {}, iptables-{}): {} TCP connections on {planes} data planes (one per story of the {stepped_all} the cases follow to their close), each stopped after each of its 9 packets: {} points, {} conntrack entries equal to the model's (states seen: {}); {} attempts let go for another pick; with the SYN's {d} decisions ({f} failed), {c} kernel connections, {:.1} s",
-            vxlan_mode.as_str(),
+            first_mode.as_str(),
             backend.name(),
             k.connections,
             k.points,

@@ -52,9 +52,13 @@ impl Drop for Server {
     }
 }
 
+/// The nonce of a request line, `kh NONCE`.
+fn nonce_of(request: &str) -> Option<&str> {
+    request.trim().strip_prefix("kh ")
+}
+
 fn answer(local: SockAddr, peer: SockAddr, request: &str) -> Option<String> {
-    let nonce = request.trim().strip_prefix("kh ")?;
-    Some(format!("{local} {peer} {nonce}\n"))
+    Some(format!("{local} {peer} {}\n", nonce_of(request)?))
 }
 
 fn sock(a: std::net::SocketAddr) -> Option<SockAddr> {
@@ -130,7 +134,7 @@ fn serve_tcp_connection(stream: TcpStream) {
         return;
     }
     let Some(reply) = answer(local, peer, &line) else { return };
-    let nonce: Option<u64> = line.trim().strip_prefix("kh ").and_then(|n| n.parse().ok());
+    let nonce: Option<u64> = nonce_of(&line).and_then(|n| n.parse().ok());
     if let Some(n) = nonce {
         wait_to_answer(n);
     }

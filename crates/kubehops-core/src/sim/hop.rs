@@ -284,6 +284,23 @@ impl Hop {
     }
 }
 
+/// The TCP segments of one connection's hops, in order, each with the
+/// place (`A`: however the caller finds a hop again) of its last hop: a
+/// segment takes every hop from the client to where it ends, and the
+/// next one starts anew. Empty for a connection not followed packet by
+/// packet (`handshake=1`).
+pub fn segments<'h, A: Copy>(hops: impl IntoIterator<Item = (A, &'h Hop)>) -> Vec<(Segment, A)> {
+    let mut out: Vec<(Segment, A)> = Vec::new();
+    for (at, hop) in hops {
+        let Some(seg) = hop.packet.as_ref().and_then(|p| p.segment) else { continue };
+        match out.last_mut() {
+            Some((x, last)) if *x == seg => *last = at,
+            _ => out.push((seg, at)),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

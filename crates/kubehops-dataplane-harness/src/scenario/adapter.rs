@@ -18,7 +18,7 @@ use crate::plan::{DataplaneSpec, PlannedHost, ProxyMode};
 use kubehops_core::dataplane::iptables::{RuleRef, TableName};
 use kubehops_core::dataplane::kubeproxy::NodeRules;
 use kubehops_core::dataplane::rules::RuleTable;
-use kubehops_core::dataplane::tcp::{standard_segments, Segment};
+use kubehops_core::dataplane::tcp::standard_segments;
 use kubehops_core::net::Packet;
 use kubehops_core::scenarios::{self, Params, Scenario};
 use kubehops_core::sim::{ActorId, ActorKind, DataplaneSnapshot, DropReason, HostSnapshot, Hop, Leg, MatchedRule};
@@ -257,15 +257,7 @@ type At = (usize, usize);
 fn packet_by_packet(s: &Scenario, snap: &DataplaneSnapshot, at: &[At]) -> Option<Vec<Point>> {
     let m = Machines { snap, s };
     let hop = |&(i, j): &At| &s.steps[i].hops[j];
-    // Each segment with its last hop.
-    let mut segments: Vec<(Segment, At)> = Vec::new();
-    for a in at {
-        let Some(seg) = hop(a).packet.as_ref().and_then(|p| p.segment) else { continue };
-        match segments.last_mut() {
-            Some((x, last)) if *x == seg => *last = *a,
-            _ => segments.push((seg, *a)),
-        }
-    }
+    let segments = kubehops_core::sim::hop::segments(at.iter().map(|a| (*a, hop(a))));
     let names: Vec<&str> = standard_segments().iter().map(|(_, g)| g.name()).collect();
     if segments.iter().map(|(g, _)| g.name()).collect::<Vec<_>>() != names {
         return None;

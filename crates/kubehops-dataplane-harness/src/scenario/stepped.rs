@@ -81,17 +81,10 @@ pub fn run(topo: &Topology, c: &Connection, counts: &mut Counts) -> Result<(), S
     let attempts = stats::attempts_for(pick_probability(&topo.plan, c)?);
     for _ in 0..attempts {
         topo.reset()?;
-        let mut seen = Counts::default();
-        match attempt(topo, c, client, server_ns, server, &mut seen)? {
+        // An attempt let go ends at its SYN, before any point is counted.
+        match attempt(topo, c, client, server_ns, server, counts)? {
             Took::Scenario => {
                 counts.connections += 1;
-                counts.points += seen.points;
-                counts.entries += seen.entries;
-                for s in seen.states {
-                    if !counts.states.contains(&s) {
-                        counts.states.push(s);
-                    }
-                }
                 return Ok(());
             }
             Took::Other => counts.other_picks += 1,
@@ -196,34 +189,37 @@ fn steps(topo: &Topology, c: &Connection, client: &Netns, server_ns: &Netns, ser
 /// ends the attempt.
 fn wait_point(topo: &Topology, c: &Connection, k: usize, seen: &mut Counts) -> Result<Took, String> {
     let p = &c.handshake[k];
+    // Each machine with the model's entry there, read once.
+    let mut want = Vec::new();
+    for e in &p.entries {
+        let m = topo.plan.machine(&e.machine).ok_or_else(|| format!("no node or host {}", e.machine))?;
+        let model = match &e.line {
+            Some(l) => Some(kernel::parse_entry(l).ok_or_else(|| format!("the model's line {l:?} is not conntrack's"))?),
+            None => None,
+        };
+        want.push((e, m, model));
+    }
     let deadline = Instant::now() + POINT_WAIT;
     loop {
         let mut differs = Vec::new();
         let mut states = Vec::new();
-        for e in &p.entries {
-            let m = topo.plan.machine(&e.machine).ok_or_else(|| format!("no node or host {}", e.machine))?;
-            let table = kernel::conntrack(topo.machine_ns(m))?;
-            let kernel_entry = find(&table, e);
-            if k == 0 && other_pick(topo, c, m, &table) {
+        for (e, m, model) in &want {
+            let table = kernel::conntrack(topo.machine_ns(*m))?;
+            if k == 0 && other_pick(topo, c, *m, &table) {
                 return Ok(Took::Other);
             }
-            let model = match &e.line {
-                Some(l) => Some(kernel::parse_entry(l).ok_or_else(|| format!("the model's line {l:?} is not conntrack's"))?),
-                None => None,
-            };
-            match (model, kernel_entry) {
-                (Some(m), Some(x)) if agrees(&m, x) => states.push(show(x)),
+            match (model, find(&table, e)) {
+                (Some(m), Some(x)) if agrees(m, x) => states.extend(x.state.clone()),
                 (None, None) => {}
                 (m, x) => differs.push(format!("{}: kernel {}, model {}", e.machine, x.map_or("no entry".into(), show), m.as_ref().map_or("no entry".into(), show))),
             }
         }
         if differs.is_empty() {
             seen.points += 1;
-            seen.entries += states.len();
+            seen.entries += want.iter().filter(|w| w.2.is_some()).count();
             for s in states {
-                let state = s.split(' ').next().unwrap_or_default().to_string();
-                if !seen.states.contains(&state) {
-                    seen.states.push(state);
+                if !seen.states.contains(&s) {
+                    seen.states.push(s);
                 }
             }
             return Ok(Took::Scenario);
@@ -240,9 +236,8 @@ fn wait_point(topo: &Topology, c: &Connection, k: usize, seen: &mut Counts) -> R
 /// source port first.
 fn find<'a>(table: &'a [KernelEntry], e: &ModelEntry) -> Option<&'a KernelEntry> {
     let o = e.original;
-    let mut same = table.iter().filter(|k| k.proto == Protocol::Tcp && k.original.src.ip == o.src.ip && k.original.dst == o.dst);
-    let all: Vec<&KernelEntry> = same.by_ref().collect();
-    all.iter().find(|k| k.original.src.port == o.src.port).or(all.first()).copied()
+    let same: Vec<&KernelEntry> = table.iter().filter(|k| k.proto == Protocol::Tcp && k.original.src.ip == o.src.ip && k.original.dst == o.dst).collect();
+    same.iter().find(|k| k.original.src.port == o.src.port).or(same.first()).copied()
 }
 
 /// Whether the SYN's entry on `m` sent it to another endpoint than the
