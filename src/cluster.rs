@@ -140,7 +140,18 @@ pub fn PastePanel() -> impl IntoView {
             take(name, text);
         });
         reader.set_onload(Some(onload.unchecked_ref()));
-        let _ = reader.read_as_text(&file);
+        // A file the browser cannot read (a folder dropped, a file moved
+        // away since it was chosen) is said, not silently left out.
+        let r3 = reader.clone();
+        let failed_name = file.name();
+        let onerror = Closure::once_into_js(move || {
+            let why = r3.error().map(|e| e.message()).unwrap_or_default();
+            crate::browser::tell(p.notices, format!("The browser could not read {failed_name}{}{why}", if why.is_empty() { "." } else { ": " }));
+        });
+        reader.set_onerror(Some(onerror.unchecked_ref()));
+        if reader.read_as_text(&file).is_err() {
+            crate::browser::tell(p.notices, format!("The browser could not read {}.", file.name()));
+        }
     };
     let on_file = move |ev: leptos::ev::Event| {
         let input: web_sys::HtmlInputElement = event_target(&ev);
