@@ -130,7 +130,12 @@ pub fn HopDetail() -> impl IntoView {
     let body = move || {
         let Some((t, packet, class, n)) = told.get() else {
             let n = ctx.with_step(|st| st.hops.len()).unwrap_or(0);
-            return view! { <p class="kh-muted-html">{format!("{n} hops. Press Play, or choose a hop below.")}</p> }.into_any();
+            let text = match n {
+                0 => "Nothing moves in this step.".to_string(),
+                1 => "1 hop. Press Play to send it.".to_string(),
+                n => format!("{n} hops. Press Play, or choose a hop below."),
+            };
+            return view! { <p class="kh-muted-html">{text}</p> }.into_any();
         };
         let what_if = what_if_label(ctx);
         let table = packet.clone().map(|pk| {
