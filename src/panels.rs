@@ -55,7 +55,7 @@ pub fn what_if_label(ctx: Ctx) -> String {
     ctx.with_scenario(|s| s.what_if.as_ref().map_or_else(|| "what if".to_string(), |w| format!("what if: {w}")))
 }
 
-/// An actor's short label (`Pod web-x2klp`, `Node-2`).
+/// An actor's short label (`Pod web-6b8f9c7d5-x2klp`, `Node-2`).
 pub fn short_label(ctx: Ctx, id: ActorId) -> String {
     ctx.with_scenario(|s| s.actor(id).map(|a| a.short.clone()).unwrap_or_default())
 }
