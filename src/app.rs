@@ -2,7 +2,7 @@
 //! lays out the navigation, the canvas and the panels.
 
 use crate::canvas::Canvas;
-use crate::controls::{Controls, Demos, ParamControls, RandomPick, StepIndicator};
+use crate::controls::{Controls, Demos, ParamControls, Settings, StepIndicator};
 use crate::embed::{EmbedButton, EmbedPage};
 use crate::present::{NotesPage, Present, PresentButtons};
 use crate::nodes::{ConntrackPanel, HostPanels, RulesPanel};
@@ -391,6 +391,7 @@ fn Animation() -> impl IntoView {
                         <LiveRegion/>
                         <Controls/>
                         <ReadTools/>
+                        <Settings/>
                     </Stage>
                 </section>
                 <Stage><Narration/></Stage>
@@ -400,7 +401,6 @@ fn Animation() -> impl IntoView {
                 <Later>
                     <div class="kh-extras">
                         <Demos/>
-                        <RandomPick/>
                         <Legend/>
                     </div>
                 </Later>

@@ -222,10 +222,7 @@ pub fn ParamControls() -> impl IntoView {
     });
     move || {
         let specs = specs.get();
-        let shown: Vec<ParamSpec> = specs
-            .into_iter()
-            .filter(|s| !matches!(s.kind, ParamKind::Seed | ParamKind::Manifest | ParamKind::Choice { style: ChoiceStyle::Demo | ChoiceStyle::Hidden, .. }))
-            .collect();
+        let shown: Vec<ParamSpec> = specs.into_iter().filter(|s| is_control(s) && !s.is_setting()).collect();
         (!shown.is_empty()).then(|| {
             view! {
                 <div class="kh-params">
@@ -237,6 +234,56 @@ pub fn ParamControls() -> impl IntoView {
                         })
                         .collect_view()}
                 </div>
+            }
+        })
+    }
+}
+
+/// Whether the parameter is shown as a control of its own (demos, the
+/// manifest and hidden parameters have other places).
+fn is_control(s: &ParamSpec) -> bool {
+    !matches!(s.kind, ParamKind::Seed | ParamKind::Manifest | ParamKind::Choice { style: ChoiceStyle::Demo | ChoiceStyle::Hidden, .. })
+}
+
+/// The choices that set how the cluster is built and shown (kube-proxy's
+/// mode, the Pod network, TCP packet by packet, random picks), folded into
+/// one disclosure under the canvas whose summary says what is set:
+/// "Settings: iptables · routed · whole requests · fixed picks". The story's
+/// own choices (a Service type, a client) stay above the canvas.
+#[component]
+pub fn Settings() -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let p = ctx.player;
+    let specs = Memo::new(move |_| {
+        let id = p.scenario_id.get();
+        p.cluster.with(|c| crate::cluster::specs_for(&id, c))
+    });
+    let summary = Memo::new(move |_| specs.with(|all| p.shown(|ps| ps.settings_summary(all))));
+    // Kept here, not in the element, so a scenario's new controls do not
+    // fold what the reader opened.
+    let open = RwSignal::new(false);
+    move || {
+        let all = specs.get();
+        let settings: Vec<ParamSpec> = all.iter().filter(|s| s.is_setting() && is_control(s)).cloned().collect();
+        let has_seed = all.iter().any(|s| matches!(s.kind, ParamKind::Seed));
+        (!settings.is_empty() || has_seed).then(|| {
+            view! {
+                <details class="kh-settings" prop:open=move || open.get() on:toggle=move |ev| open.set(event_target::<web_sys::Element>(&ev).has_attribute("open"))>
+                    <summary>
+                        <span class="kh-settings-name">"Settings"<span class="kh-sr">": "</span></span>
+                        <span class="kh-settings-now" data-testid="settings-summary">{move || summary.get()}</span>
+                    </summary>
+                    <div class="kh-params kh-settings-body">
+                        {settings
+                            .iter()
+                            .map(|spec| {
+                                let only = only_for(spec, &all);
+                                view! { <ParamControl spec=spec.clone() only=only/> }
+                            })
+                            .collect_view()}
+                    </div>
+                    <RandomPick/>
+                </details>
             }
         })
     }

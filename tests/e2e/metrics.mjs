@@ -195,6 +195,8 @@ await test('re-simulation: every parameter control of every scenario', async () 
   for (const href of scenarios) {
     await openHash(href);
     const id = href.split('/')[1];
+    // The settings disclosure unfolded, so its controls count too.
+    await page.evaluate(() => document.querySelectorAll('details.kh-settings').forEach((d) => { d.open = true; }));
     // Controls found by role and name, so a control that a click hides or
     // shows is looked up afresh each time.
     const controls = await page.evaluate(() => [...document.querySelectorAll('.kh-params [role=tab], .kh-params button.kh-seg-btn, .kh-params input[role=switch]')]

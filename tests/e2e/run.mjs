@@ -660,6 +660,14 @@ await test('clicking quickly through every control never breaks the page', async
 const rulesHeading = (page) => page.textContent('[data-testid=rules] h2');
 const ctNode = (page, name) => page.textContent(`[data-testid=conntrack] [data-node="${name}"]`);
 const pick = (page) => page.getByRole('switch', { name: 'Random pick (seeded)' });
+// The settings disclosure under the canvas, opened as a reader would (its
+// controls are out of the accessibility tree while it is folded).
+async function openSettings(page) {
+  const d = page.locator('details.kh-settings');
+  if (!(await d.evaluate((e) => e.open))) await d.locator('summary').click();
+  // The page's keys (End, '.') stay with a focused control: hand them back.
+  await page.evaluate(() => document.activeElement?.blur());
+}
 
 await test('the rules panel shows Node-2\'s iptables-save lines and marks what hop 2 matched', async () => {
   const { page, errors } = await open('#/nodeport-loadbalancer/2/2');
@@ -722,6 +730,7 @@ await test('conntrack: no entry on Node-2 before step 2, a dport=31000 entry aft
 
 await test('random pick: the switch rebuilds the walkthrough with a seed, and off restores the fixed picks', async () => {
   const { page, errors } = await open('#/nodeport-loadbalancer/2/end');
+  await openSettings(page);
   const sw = pick(page);
   check(await sw.count() === 1, 'no switch named "Random pick (seeded)"');
   check(!(await sw.isChecked()), 'random pick should start off');
@@ -751,6 +760,7 @@ await test('random pick: the switch rebuilds the walkthrough with a seed, and of
 
 await test('a seed in the link picks differently and still works', async () => {
   const { page, errors } = await open('#/nodeport-loadbalancer/2/end?seed=42');
+  await openSettings(page);
   check(await pick(page).isChecked(), 'switch should be on for ?seed=42');
   check((await page.textContent('[data-testid=seed]')).includes('42'), 'seed 42 not shown');
   check((await page.textContent('.kh-hoplist')).includes('DNAT to 10.244.1.5:8080'), 'seed 42 should pick the Pod on Node-1 in step 2');
@@ -768,6 +778,7 @@ await test('a bad seed in the link gives a notice and the fixed picks', async ()
   const { page, errors } = await open('#/nodeport-loadbalancer/3?seed=4x2');
   const notice = await page.textContent('.kh-notice');
   check(notice.includes('seed') && notice.includes('4x2'), `notice: ${notice}`);
+  await openSettings(page);
   check(!(await pick(page).isChecked()), 'switch should be off after a bad seed');
   check(await currentStep(page) === 3, 'the step should still open');
   check(!(await settledUrl(page)).includes('seed'), `bad seed kept in the hash: ${(await settledUrl(page))}`);
@@ -777,6 +788,7 @@ await test('a bad seed in the link gives a notice and the fixed picks', async ()
 
 await test('toggling random pick and nodes quickly never breaks the page', async () => {
   const { page, errors } = await open('#/nodeport-loadbalancer/4?seed=18446744073709551615');
+  await openSettings(page);
   for (let i = 0; i < 6; i++) {
     await pick(page).click();
     if (await page.getByRole('button', { name: 'New seed' }).count()) await page.getByRole('button', { name: 'New seed' }).click();
@@ -1165,9 +1177,10 @@ await test('Pod network: every scenario plays to its end over the VXLAN overlay,
   const totals = [];
   for (const link of links) {
     const { page, errors } = await open(link);
+    await openSettings(page);
     const group = page.getByRole('group', { name: 'Pod network' });
     check(await group.getByRole('button', { name: 'VXLAN (flannel)', exact: true }).getAttribute('aria-pressed') === 'true', `${link}: VXLAN is not the pressed Pod network`);
-    check((await page.textContent('.kh-params')).includes("flannel's default overlay"), `${link}: the choice does not say what VXLAN is`);
+    check((await page.textContent('.kh-settings')).includes("flannel's default overlay"), `${link}: the choice does not say what VXLAN is`);
     let wrapped = 0;
     const hops = await eachHop(page, 600, async (at) => {
       const outer = page.locator('.kh-hop .kh-outer');
@@ -1197,6 +1210,7 @@ await test('Pod network: every scenario plays to its end over the VXLAN overlay,
     await page.keyboard.press('.');
     check(await page.locator('.kh-hop .kh-outer').count() === 0, 'a hop is wrapped on the routed network');
   }
+  await openSettings(page);
   await choose(page, page.getByRole('group', { name: 'Pod network' }).getByRole('button', { name: 'VXLAN (flannel)', exact: true }));
   await page.waitForFunction(() => location.hash.includes('network=vxlan'), null, { timeout: 5000 });
   check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
@@ -1208,9 +1222,10 @@ await test('TCP packet by packet: every scenario plays its connections to their 
   const totals = [];
   for (const link of links) {
     const { page, errors } = await open(link);
+    await openSettings(page);
     const toggle = page.getByRole('switch', { name: 'TCP packet by packet' });
     check(await toggle.isChecked(), `${link}: the switch is off`);
-    check((await page.textContent('.kh-params')).includes('The rules decide the first; conntrack carries the rest.'), `${link}: the switch does not say what it does`);
+    check((await page.textContent('.kh-settings')).includes('The rules decide the first; conntrack carries the rest.'), `${link}: the switch does not say what it does`);
     const states = new Set();
     let carried = 0, syn = 0;
     const hops = await eachHop(page, 900, async () => {
@@ -1230,6 +1245,7 @@ await test('TCP packet by packet: every scenario plays its connections to their 
   console.log(`     ${totals.join('; ')}`);
   // Off by default; switched on, it goes into the link.
   const { page, errors } = await open('#/nodeport-loadbalancer/2');
+  await openSettings(page);
   const toggle = page.getByRole('switch', { name: 'TCP packet by packet' });
   check(!(await toggle.isChecked()), 'the handshake is on by default');
   await toggle.check();
@@ -1241,10 +1257,11 @@ await test('TCP packet by packet: every scenario plays its connections to their 
 await test('kube-proxy mode: every scenario plays to its end in nftables mode, with nft lines in the rules panel and the mode in the link', async () => {
   for (const link of ['#/nodeport-loadbalancer/1?mode=nftables', '#/service-types/1?tab=nodeport&client=laptop&mode=nftables', '#/local-lab/1?mode=nftables']) {
     const { page, errors } = await open(link);
+    await openSettings(page);
     const group = page.getByRole('group', { name: 'kube-proxy mode' });
     check(await group.getByRole('button', { name: 'nftables', exact: true }).getAttribute('aria-pressed') === 'true', `${link}: nftables is not the pressed mode`);
-    check((await page.textContent('.kh-params')).includes('IPVS mode is not shown'), `${link}: the mode choice does not say why IPVS is missing`);
-    check((await page.textContent('.kh-canvas svg')).includes('kube-proxy · nftables'), `${link}: the canvas panel does not name the mode`);
+    check((await page.textContent('.kh-settings')).includes('IPVS mode is not shown'), `${link}: the mode choice does not say why IPVS is missing`);
+    check((await page.textContent('.kh-canvas svg')).includes('nftables rules, by kube-proxy'), `${link}: the canvas panel does not name the mode`);
     let nftLines = 0;
     // Every step, to its end.
     for (let i = 0; i < 12; i++) {
@@ -1263,6 +1280,7 @@ await test('kube-proxy mode: every scenario plays to its end in nftables mode, w
   // The switch rebuilds the same step in the other mode, and the link says so.
   const { page, errors } = await open('#/nodeport-loadbalancer/2/2');
   check((await page.textContent('.kh-save-main')).includes('-A KUBE-NODEPORTS'), 'iptables mode does not show iptables lines');
+  await openSettings(page);
   await choose(page, page.getByRole('group', { name: 'kube-proxy mode' }).getByRole('button', { name: 'nftables', exact: true }));
   await page.waitForFunction(() => location.hash.includes('mode=nftables'), null, { timeout: 5000 });
   await page.waitForFunction(() => document.querySelector('[data-testid=rules] h2')?.textContent.includes('nft'), null, { timeout: 5000 });
@@ -1293,6 +1311,34 @@ await test('kube-proxy mode: every scenario plays to its end in nftables mode, w
   check((await tr.locator('.kh-trow-rules').first().textContent()).startsWith('In iptables mode'), 'this mode\'s rules are not labelled with it');
   check(trErrors.length === 0, `console errors: ${trErrors.join(' | ')}`);
   await tr.close();
+});
+
+await test('settings: one folded disclosure under the canvas says what is set, opens by keyboard, and follows a choice; the story\'s own choices stay above', async () => {
+  const { page, errors } = await open('#/service-types/1?tab=nodeport&client=laptop');
+  const d = page.locator('details.kh-settings');
+  check(await d.count() === 1, `${await d.count()} settings disclosures`);
+  check(!(await d.evaluate((e) => e.open)), 'the settings start open');
+  const summary = async () => (await d.locator('summary').textContent()).replace(/\s+/g, ' ').trim();
+  check(await summary() === 'Settings: iptables · routed · whole requests · fixed picks', `summary: ${await summary()}`);
+  // Below the canvas and its playback bar; the Service type tabs above it.
+  const top = (sel) => page.locator(sel).first().evaluate((e) => e.getBoundingClientRect().top);
+  check(await top('details.kh-settings') > await top('.kh-controls'), 'the settings are not under the playback bar');
+  check(await top('.kh-params [role=tablist]') < await top('.kh-canvas'), 'the Service type tabs left the top');
+  check(await page.getByRole('group', { name: 'kube-proxy mode' }).count() === 0, 'a folded setting is still offered');
+  await d.locator('summary').focus();
+  await page.keyboard.press('Enter');
+  check(await d.evaluate((e) => e.open), 'Enter does not open the settings');
+  await choose(page, page.getByRole('group', { name: 'kube-proxy mode' }).getByRole('button', { name: 'nftables', exact: true }));
+  await page.waitForFunction(() => location.hash.includes('mode=nftables'), null, { timeout: 5000 });
+  check(await summary() === 'Settings: nftables · routed · whole requests · fixed picks', `after nftables: ${await summary()}`);
+  check(await d.evaluate((e) => e.open), 'a choice folded the settings');
+  // The walkthrough has seeded picks: the summary says which.
+  const w = await open('#/nodeport-loadbalancer/2/end?seed=42');
+  const ws = (await w.page.locator('details.kh-settings summary').textContent()).replace(/\s+/g, ' ').trim();
+  check(ws === 'Settings: iptables · routed · whole requests · seed 42', `walkthrough summary: ${ws}`);
+  check(errors.length === 0 && w.errors.length === 0, `console errors: ${[...errors, ...w.errors].join(' | ')}`);
+  await page.close();
+  await w.page.close();
 });
 
 await test('no request leaves the page origin', async () => {

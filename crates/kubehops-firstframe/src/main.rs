@@ -197,6 +197,7 @@ fn page(s: Option<&Scenario>) -> String {
     out.push_str(r#"<main class="kh-main"><section class="kh-stage" aria-label="Animation">"#);
     out.push_str(&canvas(s));
     out.push_str(CONTROLS);
+    out.push_str(&s.map(settings).unwrap_or_default());
     out.push_str("</section>");
     out.push_str(&narration(s));
     out.push_str("</main></div>");
@@ -255,7 +256,7 @@ fn params(s: &Scenario) -> String {
     let Some(e) = REGISTRY.iter().find(|e| e.id == s.id) else { return String::new() };
     let specs: Vec<_> = (e.params)()
         .into_iter()
-        .filter(|sp| !matches!(sp.kind, ParamKind::Seed | ParamKind::Manifest | ParamKind::Choice { style: ChoiceStyle::Demo | ChoiceStyle::Hidden, .. }))
+        .filter(|sp| !sp.is_setting() && !matches!(sp.kind, ParamKind::Seed | ParamKind::Manifest | ParamKind::Choice { style: ChoiceStyle::Demo | ChoiceStyle::Hidden, .. }))
         .collect();
     if specs.is_empty() {
         return String::new();
@@ -302,6 +303,20 @@ fn params(s: &Scenario) -> String {
     }
     out.push_str("</div>");
     out
+}
+
+/// The settings disclosure, folded, with its summary line as the app
+/// first shows it (`src/controls.rs`'s `Settings`).
+fn settings(s: &Scenario) -> String {
+    let Some(e) = REGISTRY.iter().find(|e| e.id == s.id) else { return String::new() };
+    let summary = s.params.settings_summary(&(e.params)());
+    if summary.is_empty() {
+        return String::new();
+    }
+    format!(
+        r#"<details class="kh-settings"><summary><span class="kh-settings-name">Settings<span class="kh-sr">: </span></span><span class="kh-settings-now">{}</span></summary></details>"#,
+        escape(&summary)
+    )
 }
 
 fn canvas(s: Option<&Scenario>) -> String {

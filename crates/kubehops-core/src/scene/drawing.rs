@@ -824,7 +824,11 @@ fn panel(s: &Scenario, f: &Frame, card: &NodeCard) -> Group {
     let p = card.panel;
     let mut g = Group::new(format!("panel-{}", id.0), format!("kh-proxy{}", if before.is_some() { " updated" } else { "" }), Owner::Panel(id));
     g.shapes.push(Shape::new(p, 8.0, ""));
-    g.texts.push(Text::new(p.x + 10.0, p.y + 18.0, Anchor::Start, vec![Span::new(format!("kube-proxy · {}", s.params.proxy_mode().as_str()), Role::PanelTitle)], p));
+    // The node's rules, not a stop of their own: kube-proxy writes them and
+    // the kernel applies them to the packet as it crosses the node.
+    let mode = s.params.proxy_mode().as_str();
+    g.title = Some(format!("{}'s {mode} rules: kube-proxy writes them, the node's kernel applies them to each packet", s.actor(id).map_or("The node", |a| a.short.as_str())));
+    g.texts.push(Text::new(p.x + 10.0, p.y + 18.0, Anchor::Start, vec![Span::new(format!("{mode} rules, by kube-proxy"), Role::PanelTitle)], p));
     if rows.is_empty() {
         let inner = Rect { x: p.x + 10.0, w: p.w - 20.0, ..p };
         let mut y = p.y + 44.0;
