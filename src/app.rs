@@ -360,10 +360,7 @@ fn Page(frame: Memo<Frame>) -> impl IntoView {
                 <h1>{move || title.get()}</h1>
                 <Stage>
                     {move || (player.view.get() == Mode::Animation).then(|| view! { <StepIndicator/> })}
-                    <div class="kh-tools" role="group" aria-label="Share and present">
-                        <EmbedButton/>
-                        <PresentButtons/>
-                    </div>
+                    <Tools/>
                 </Stage>
             </div>
             <Notices/>
@@ -371,6 +368,32 @@ fn Page(frame: Memo<Frame>) -> impl IntoView {
             <Stage><ParamControls/></Stage>
             {move || (player.view.get() == Mode::Transcript).then(|| view! { <TranscriptPage/> })}
             {move || (player.view.get() == Mode::Animation).then(|| view! { <Animation/> })}
+        </div>
+    }
+}
+
+/// Embed, Present and Presenter view. On a narrow screen they fold behind
+/// one "Share and present" button, so the steps and the canvas come first;
+/// wide, the button is not shown and they stand in a row.
+#[component]
+fn Tools() -> impl IntoView {
+    let open = RwSignal::new(false);
+    view! {
+        <div class="kh-tools" class:open=move || open.get() role="group" aria-label="Share and present">
+            <button
+                type="button"
+                class="kh-btn kh-btn-small kh-tools-toggle"
+                aria-expanded=move || open.get().to_string()
+                aria-controls="kh-tools-items"
+                on:click=move |_| open.update(|o| *o = !*o)
+            >
+                "Share and present"
+                <span class="kh-chevron" aria-hidden="true">{move || if open.get() { " ▴" } else { " ▾" }}</span>
+            </button>
+            <div class="kh-tools-items" id="kh-tools-items">
+                <EmbedButton/>
+                <PresentButtons/>
+            </div>
         </div>
     }
 }
@@ -391,6 +414,7 @@ fn Animation() -> impl IntoView {
                         <LiveRegion/>
                         <Controls/>
                         <ReadTools/>
+                        <Legend/>
                         <Settings/>
                     </Stage>
                 </section>
@@ -401,7 +425,6 @@ fn Animation() -> impl IntoView {
                 <Later>
                     <div class="kh-extras">
                         <Demos/>
-                        <Legend/>
                     </div>
                 </Later>
                 <Later>

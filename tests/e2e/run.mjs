@@ -1341,6 +1341,21 @@ await test('settings: one folded disclosure under the canvas says what is set, o
   await w.page.close();
 });
 
+await test('narrow: Embed, Present and Presenter view fold behind one "Share and present" button; wide, they stand in a row', async () => {
+  const { page, errors } = await open('#/nodeport-loadbalancer/2', { viewport: { width: 390, height: 844 } });
+  const toggle = page.getByRole('button', { name: 'Share and present' });
+  check(await toggle.isVisible() && await toggle.getAttribute('aria-expanded') === 'false', 'no folded "Share and present" button on a phone');
+  check(!(await page.getByRole('button', { name: 'Present', exact: true }).isVisible()), 'Present shows while folded');
+  await toggle.click();
+  check(await toggle.getAttribute('aria-expanded') === 'true', 'the button does not say it is open');
+  for (const name of ['Embed', 'Present', 'Presenter view']) check(await page.getByRole('button', { name, exact: true }).isVisible(), `${name} missing from the open menu`);
+  await page.setViewportSize({ width: 1280, height: 800 });
+  check(!(await toggle.isVisible()), 'the menu button shows on a wide screen');
+  for (const name of ['Embed', 'Present', 'Presenter view']) check(await page.getByRole('button', { name, exact: true }).isVisible(), `${name} hidden on a wide screen`);
+  check(errors.length === 0, `console errors: ${errors.join(' | ')}`);
+  await page.close();
+});
+
 await test('no request leaves the page origin', async () => {
   check(outside.length === 0, `outside requests: ${outside.join(', ')}`);
 });

@@ -197,6 +197,7 @@ fn page(s: Option<&Scenario>) -> String {
     out.push_str(r#"<main class="kh-main"><section class="kh-stage" aria-label="Animation">"#);
     out.push_str(&canvas(s));
     out.push_str(CONTROLS);
+    out.push_str(&legend());
     out.push_str(&s.map(settings).unwrap_or_default());
     out.push_str("</section>");
     out.push_str(&narration(s));
@@ -302,6 +303,24 @@ fn params(s: &Scenario) -> String {
         }
     }
     out.push_str("</div>");
+    out
+}
+
+/// The legend under the playback bar (`src/panels.rs`'s `Legend`): each
+/// kind's trail, chip and name, from the core's table as the canvas draws them.
+fn legend() -> String {
+    use kubehops_core::scene::style::{kind_style, KINDS, WHAT_IF_DASH};
+    let line = |class: &str, dash: Option<&str>| {
+        let dash = dash.map_or_else(String::new, |d| format!(r#" stroke-dasharray="{d}""#));
+        format!(r#"<svg viewBox="0 0 40 12" width="40" height="12" aria-hidden="true"><line class="kh-trail {class}"{dash} x1="2" y1="6" x2="38" y2="6"></line></svg>"#)
+    };
+    let mut out = String::from(r#"<ul class="kh-legend" aria-label="Legend">"#);
+    for k in KINDS {
+        let ks = kind_style(k);
+        let class = format!("kh-{}", ks.class);
+        let _ = write!(out, r#"<li class="{class}">{}<span class="kh-chip">{}</span><span>{}</span></li>"#, line(&class, ks.dash.dasharray()), escape(ks.label), escape(ks.name));
+    }
+    let _ = write!(out, r#"<li class="kh-whatif-key">{}<span>what if (not taken)</span></li></ul>"#, line("kh-request whatif", Some(WHAT_IF_DASH)));
     out
 }
 

@@ -94,9 +94,16 @@ pub fn caption(s: &Scenario, step: usize, current: Option<usize>) -> Caption {
     }
 }
 
-/// What the first screen says: what the picture shows, column by column
-/// as the scenario has them, and what to press.
+/// What the first screen says: what the scenario is about (its
+/// registry's line), what the picture shows, column by column as the
+/// scenario has them, and what to press.
 fn intro(s: &Scenario, step: usize, hops: usize) -> String {
+    let about = crate::scenarios::REGISTRY.iter().find(|e| e.id == s.id).map_or_else(String::new, |e| format!("{}. ", e.blurb.trim_end_matches('.')));
+    format!("{about}{}", picture(s, step, hops))
+}
+
+/// What the picture shows and what to press.
+fn picture(s: &Scenario, step: usize, hops: usize) -> String {
     use crate::sim::Zone;
     let has = |z: Zone| s.actors.iter().any(|a| a.zone == z);
     let mut parts = Vec::new();
@@ -106,7 +113,7 @@ fn intro(s: &Scenario, step: usize, hops: usize) -> String {
     if has(Zone::ControlPlane) {
         parts.push("its control plane");
     }
-    parts.push("each node with the rules its kube-proxy holds and its Pods");
+    parts.push("each node with its Pods and the rules kube-proxy wrote there, which the node's kernel applies to every packet");
     let what = match parts.as_slice() {
         [one] => one.to_string(),
         [init @ .., last] => format!("{}, then {last}", init.join(", ")),
@@ -174,6 +181,24 @@ mod tests {
         let third = announcement(&s, 1, Some(2));
         assert!(third.starts_with("Hop 3 of 6: ") && third.ends_with(&st.hops[2].detail), "{third}");
         assert_eq!(announcement(&s, 99, None), "");
+    }
+
+    #[test]
+    fn the_first_screen_says_what_the_scenario_shows_and_what_to_press() {
+        use crate::scenarios::REGISTRY;
+        let mut read = 0;
+        for e in REGISTRY {
+            let s = build_default(e.about.id).unwrap();
+            let Some(first) = s.steps.first() else { continue };
+            if first.hops.is_empty() {
+                continue;
+            }
+            let text = caption(&s, 0, None).text;
+            assert!(text.starts_with(e.about.blurb) && text.contains("Press Play"), "{}: {text}", e.about.id);
+            assert!(text.contains("rules kube-proxy wrote there, which the node's kernel applies"), "{}: who applies the rules is not said: {text}", e.about.id);
+            read += 1;
+        }
+        assert!(read >= 3, "only {read} scenarios open on a step with hops");
     }
 
     #[test]
