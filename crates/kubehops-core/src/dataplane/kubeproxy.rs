@@ -18,7 +18,7 @@ use crate::api::{EndpointSlice, Node, ObjectRef, Service, ServicePort, ServiceTy
 use crate::hash::sha256_base32;
 use crate::dataplane::endpoints::{port_endpoints, PortEndpoint, PortPolicy};
 use crate::dataplane::iptables::{Purpose, CtState, Match, Rule, RuleRef, Table, TableName, Target};
-use crate::dataplane::rules::RuleSummary;
+use crate::dataplane::rules::{ChainKind, RuleSummary};
 use crate::net::SockAddr;
 use crate::net::Cidr;
 use serde::{Deserialize, Serialize};
@@ -329,6 +329,20 @@ fn payload_table(table: &Table, written: impl Fn(&str) -> bool, delete: &[&str])
     out.extend(delete.iter().map(|c| format!("-X {c}")));
     out.push("COMMIT".into());
     out
+}
+
+/// What kube-proxy made chain `name` for, by the names this module gives
+/// its chains (`KUBE-SVC-` + hash, …); another writer's chain is `Other`.
+pub fn chain_kind(name: &str) -> ChainKind {
+    match name {
+        "KUBE-SERVICES" => return ChainKind::Services,
+        "KUBE-NODEPORTS" => return ChainKind::NodePorts,
+        "KUBE-MARK-MASQ" => return ChainKind::MarkMasquerade,
+        "KUBE-POSTROUTING" => return ChainKind::Masquerading,
+        _ => {}
+    }
+    let kinds = [("KUBE-SVC-", ChainKind::Service), ("KUBE-SVL-", ChainKind::ServiceLocal), ("KUBE-EXT-", ChainKind::External), ("KUBE-FW-", ChainKind::Firewall), ("KUBE-SEP-", ChainKind::Endpoint)];
+    kinds.iter().find(|(p, _)| name.starts_with(p)).map_or(ChainKind::Other, |(_, k)| *k)
 }
 
 /// The per-service chains kube-proxy deletes when they are no longer used.
