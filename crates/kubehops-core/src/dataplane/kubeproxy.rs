@@ -1190,6 +1190,22 @@ mod tests {
     }
 
     #[test]
+    fn each_chain_says_what_it_was_made_for() {
+        assert_eq!(chain_kind(&service_chain("ns1/svc1:p80", "tcp")), ChainKind::Service);
+        assert_eq!(chain_kind(&external_chain("ns1/svc1:p80", "tcp")), ChainKind::External);
+        assert_eq!(chain_kind(&endpoint_chain("ns1/svc1:p80", "tcp", "10.180.0.1:80")), ChainKind::Endpoint);
+        assert_eq!(chain_kind("KUBE-SVL-GNZBNJ2PO5MGZ6GT"), ChainKind::ServiceLocal);
+        assert_eq!(chain_kind("KUBE-FW-GNZBNJ2PO5MGZ6GT"), ChainKind::Firewall);
+        assert_eq!(chain_kind("KUBE-SERVICES"), ChainKind::Services);
+        assert_eq!(chain_kind("KUBE-NODEPORTS"), ChainKind::NodePorts);
+        assert_eq!(chain_kind("KUBE-MARK-MASQ"), ChainKind::MarkMasquerade);
+        assert_eq!(chain_kind("KUBE-POSTROUTING"), ChainKind::Masquerading);
+        for other in ["PREROUTING", "KUBE-EXTERNAL-SERVICES", "KUBE-FORWARD", "KUBE-PROXY-FIREWALL", "IP-MASQ-AGENT", "DOCKER"] {
+            assert_eq!(chain_kind(other), ChainKind::Other, "{other}");
+        }
+    }
+
+    #[test]
     fn chain_names_match_kube_proxy() {
         // Known names from kube-proxy's own iptables proxier tests.
         assert_eq!(service_chain("ns1/svc1:p80", "tcp"), "KUBE-SVC-XPGD46QRK7WJZT7O");

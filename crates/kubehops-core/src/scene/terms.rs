@@ -9,7 +9,7 @@
 //! packet met them (the actors, then the rules walked, the rewrites, the
 //! conntrack entry, the way between nodes), a step's hop after hop.
 
-use crate::dataplane::rules::{ChainKind, Purpose, RuleTable};
+use crate::dataplane::rules::{ChainKind, Field, Purpose, RuleTable};
 use crate::glossary::Term;
 use crate::scenarios::{Scenario, Step};
 use crate::sim::{ActorId, ActorKind, DropReason, Hop, MatchedRule, RewriteKind, Unroutable};
@@ -73,9 +73,12 @@ fn rule_terms(m: &MatchedRule, out: &mut Terms) {
         ChainKind::External => out.add(if nft { Term::NftExternalChain } else { Term::KubeExt }),
         ChainKind::Endpoint => out.add(if nft { Term::NftEndpointChain } else { Term::KubeSep }),
         ChainKind::Firewall => out.add(Term::SourceRanges),
-        ChainKind::MarkMasquerade | ChainKind::Masquerading => out.add(Term::Masquerade),
+        ChainKind::MarkMasquerade => out.add(Term::Masquerade),
+        // Every packet passes KUBE-POSTROUTING; only its MASQUERADE
+        // rule masquerades.
+        ChainKind::Masquerading if m.rewrites == Some(Field::Source) => out.add(Term::Masquerade),
         ChainKind::VerdictMap => out.extend([Term::VerdictMap, Term::Concatenation]),
-        ChainKind::Services | ChainKind::NodePorts | ChainKind::Set | ChainKind::Other => {}
+        ChainKind::Services | ChainKind::NodePorts | ChainKind::Masquerading | ChainKind::Set | ChainKind::Other => {}
     }
     match m.purpose {
         Some(Purpose::ClusterIp) => out.add(Term::ClusterIp),

@@ -253,4 +253,18 @@ mod tests {
         assert!(rs.service_lines("default", "we").is_empty() && rs.service_lines("default", "web2").is_empty());
         assert_eq!(rs.port_chains("default", "web", true).len(), 2);
     }
+
+    #[test]
+    fn each_chain_says_what_it_was_made_for() {
+        let rs = table();
+        let kind = |name: &str| chain_kind(rs.chain(name).unwrap_or_else(|| panic!("{name} is in the table")));
+        assert_eq!(kind(super::super::SERVICES), ChainKind::Services);
+        assert_eq!(kind(super::super::MARK_FOR_MASQUERADE), ChainKind::MarkMasquerade);
+        assert_eq!(kind(super::super::MASQUERADING), ChainKind::Masquerading);
+        assert_eq!(kind(super::super::SERVICE_ENDPOINTS_CHECK), ChainKind::Other, "a table chain whose name starts like a Service's");
+        let port = rs.services.iter().find(|s| s.port_name == "default/web:http").expect("web's port");
+        let kinds: Vec<ChainKind> = port.chains.iter().map(|c| kind(c)).collect();
+        assert!(kinds.contains(&ChainKind::Service) && kinds.contains(&ChainKind::Endpoint), "{:?} {kinds:?}", port.chains);
+        assert!(!kinds.contains(&ChainKind::Other), "every chain of a port has its kind: {:?} {kinds:?}", port.chains);
+    }
 }
