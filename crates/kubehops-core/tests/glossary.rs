@@ -65,6 +65,7 @@ fn no_term_is_listed_named_or_defined_twice() {
 /// hop's terms follow from its data. The random picks' seed changes no
 /// term, so one is enough.
 #[test]
+#[cfg_attr(debug_assertions, ignore = "slow in a debug build: scripts/test runs it optimised (--profile sweep)")]
 fn terms_follow_the_model_and_each_is_used() {
     let mut used: BTreeSet<Term> = BTreeSet::new();
     let (mut vmap_steps, mut svc_steps, mut wrapped) = (0, 0, 0);
