@@ -16,6 +16,8 @@
 //! - [`scene`]: where things are drawn and where a packet is at a moment;
 //! - [`link`]: the URL that opens any state, and [`compact`]: an edited
 //!   manifest packed to travel in it;
+//! - [`glossary`]: the terms of art the story uses, each with a short
+//!   definition;
 //! - [`embed`]: how it is shown (embedded, themed, presented) and the
 //!   messages it exchanges with a host page and a presenter view;
 //! - [`worker`]: the messages between the page and the Web Worker that
@@ -30,6 +32,7 @@ pub mod dataplane;
 pub mod decimal;
 pub mod dns;
 pub mod embed;
+pub mod glossary;
 pub mod golden;
 pub mod hash;
 pub mod link;

@@ -18,7 +18,7 @@ use crate::api::{EndpointSlice, Node, ObjectRef, Service, ServicePort, ServiceTy
 use crate::hash::sha256_base32;
 use crate::dataplane::endpoints::{port_endpoints, PortEndpoint, PortPolicy};
 use crate::dataplane::iptables::{Purpose, CtState, Match, Rule, RuleRef, Table, TableName, Target};
-use crate::dataplane::rules::RuleSummary;
+use crate::dataplane::rules::{ChainKind, RuleSummary};
 use crate::net::SockAddr;
 use crate::net::Cidr;
 use serde::{Deserialize, Serialize};
@@ -329,6 +329,20 @@ fn payload_table(table: &Table, written: impl Fn(&str) -> bool, delete: &[&str])
     out.extend(delete.iter().map(|c| format!("-X {c}")));
     out.push("COMMIT".into());
     out
+}
+
+/// What kube-proxy made chain `name` for, by the names this module gives
+/// its chains (`KUBE-SVC-` + hash, …); another writer's chain is `Other`.
+pub fn chain_kind(name: &str) -> ChainKind {
+    match name {
+        "KUBE-SERVICES" => return ChainKind::Services,
+        "KUBE-NODEPORTS" => return ChainKind::NodePorts,
+        "KUBE-MARK-MASQ" => return ChainKind::MarkMasquerade,
+        "KUBE-POSTROUTING" => return ChainKind::Masquerading,
+        _ => {}
+    }
+    let kinds = [("KUBE-SVC-", ChainKind::Service), ("KUBE-SVL-", ChainKind::ServiceLocal), ("KUBE-EXT-", ChainKind::External), ("KUBE-FW-", ChainKind::Firewall), ("KUBE-SEP-", ChainKind::Endpoint)];
+    kinds.iter().find(|(p, _)| name.starts_with(p)).map_or(ChainKind::Other, |(_, k)| *k)
 }
 
 /// The per-service chains kube-proxy deletes when they are no longer used.
@@ -1173,6 +1187,22 @@ mod tests {
         }
         assert!(jumps > 5, "only {jumps} jumps");
         assert!(rules.nat.chains.iter().any(|c| c.name.starts_with("KUBE-SVC-")), "no KUBE-SVC chain:\n{}", rules.save().join("\n"));
+    }
+
+    #[test]
+    fn each_chain_says_what_it_was_made_for() {
+        assert_eq!(chain_kind(&service_chain("ns1/svc1:p80", "tcp")), ChainKind::Service);
+        assert_eq!(chain_kind(&external_chain("ns1/svc1:p80", "tcp")), ChainKind::External);
+        assert_eq!(chain_kind(&endpoint_chain("ns1/svc1:p80", "tcp", "10.180.0.1:80")), ChainKind::Endpoint);
+        assert_eq!(chain_kind("KUBE-SVL-GNZBNJ2PO5MGZ6GT"), ChainKind::ServiceLocal);
+        assert_eq!(chain_kind("KUBE-FW-GNZBNJ2PO5MGZ6GT"), ChainKind::Firewall);
+        assert_eq!(chain_kind("KUBE-SERVICES"), ChainKind::Services);
+        assert_eq!(chain_kind("KUBE-NODEPORTS"), ChainKind::NodePorts);
+        assert_eq!(chain_kind("KUBE-MARK-MASQ"), ChainKind::MarkMasquerade);
+        assert_eq!(chain_kind("KUBE-POSTROUTING"), ChainKind::Masquerading);
+        for other in ["PREROUTING", "KUBE-EXTERNAL-SERVICES", "KUBE-FORWARD", "KUBE-PROXY-FIREWALL", "IP-MASQ-AGENT", "DOCKER"] {
+            assert_eq!(chain_kind(other), ChainKind::Other, "{other}");
+        }
     }
 
     #[test]

@@ -112,7 +112,7 @@ impl NodeTables {
         let t = netfilter::traverse(&rules.filter, &rules.nat, entry, pkt, &ctx, dice);
         let shown = |r: &crate::dataplane::iptables::RuleRef| {
             let rule = rules.rule(r)?;
-            Some(MatchedRule { table: r.table.into(), line: rules.line_of(r)?, text: rule.render(&r.chain), purpose: rule.purpose, owner: rule.owner.clone(), rewrites: rule.target.rewrites() })
+            Some(MatchedRule { table: r.table.into(), line: rules.line_of(r)?, text: rule.render(&r.chain), purpose: rule.purpose, owner: rule.owner.clone(), rewrites: rule.target.rewrites(), chain: kubeproxy::chain_kind(&r.chain) })
         };
         let matched: Vec<MatchedRule> = t.matched().filter_map(shown).collect();
         let refused = t.refused().map(|v| {

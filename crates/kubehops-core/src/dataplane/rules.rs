@@ -83,6 +83,47 @@ pub enum Purpose {
     SourceRangeDrop,
 }
 
+/// What kube-proxy made the chain a rule sits in for, whichever mode wrote
+/// it (`KUBE-SVC-…` in iptables mode, `service-…` in nftables mode), or,
+/// for a map element, what kind of map holds it. Set where the rule is
+/// written, by the module that names the chains, so that nothing above
+/// has to tell a chain's kind from its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub enum ChainKind {
+    /// Any other chain: netfilter's own, the network plugin's, Docker's.
+    #[default]
+    Other,
+    /// The dispatch by Service address: `KUBE-SERVICES`, nftables' `services`.
+    Services,
+    /// The dispatch by node port: `KUBE-NODEPORTS` (nftables mode looks
+    /// node ports up in a verdict map from `services`).
+    NodePorts,
+    /// A Service port's chain that picks an endpoint among all of them:
+    /// `KUBE-SVC-…`, `service-…`.
+    Service,
+    /// The same among the node's own endpoints (a Local traffic policy):
+    /// `KUBE-SVL-…`, `local-…`.
+    ServiceLocal,
+    /// A Service port's chain for traffic from outside: `KUBE-EXT-…`,
+    /// `external-…`.
+    External,
+    /// A Service port's source-range check: `KUBE-FW-…`, `firewall-…`.
+    Firewall,
+    /// One endpoint's chain, which DNATs: `KUBE-SEP-…`, `endpoint-…`.
+    Endpoint,
+    /// The chain that marks a packet for masquerade: `KUBE-MARK-MASQ`,
+    /// `mark-for-masquerade`.
+    MarkMasquerade,
+    /// The chain that masquerades marked packets: `KUBE-POSTROUTING`,
+    /// `masquerading`.
+    Masquerading,
+    /// Not a chain: an element of a verdict map (nftables), which sends
+    /// the packet on to a chain or a verdict.
+    VerdictMap,
+    /// Not a chain: an element of a plain set (nftables).
+    Set,
+}
+
 /// One line of a node's rules, as its mode prints them (an `iptables-save`
 /// line, or a line of the nftables transaction), with what it belongs to.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -127,6 +168,9 @@ pub struct MatchedRule {
     /// MASQUERADE the source (at the end of the walk).
     #[serde(default)]
     pub rewrites: Option<Field>,
+    /// The kind of chain it sits in (or of map, for an element).
+    #[serde(default)]
+    pub chain: ChainKind,
 }
 
 /// A compact, typed summary of the rules one node holds for a Service,

@@ -18,6 +18,7 @@ pub mod svg;
 pub mod text;
 pub mod layout;
 pub mod panels;
+pub mod terms;
 pub mod transcript;
 
 pub use layout::{pt, GroupBox, Layout, NodeCard, Point, Port, Rect, Side};

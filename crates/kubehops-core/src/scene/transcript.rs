@@ -9,6 +9,8 @@
 //! renders the structure as headings, lists and `<pre>` blocks.
 
 use crate::dataplane::rules::RuleTable;
+use crate::glossary::Term;
+use crate::scene::terms::{hop_terms, scenario_terms, step_terms};
 use crate::scenarios::{Scenario, Step};
 use crate::sim::{ActorId, Field, Hop, HopKind, MatchedRule, PacketHop, Rewrite, RewriteKind};
 use serde::{Deserialize, Serialize};
@@ -20,6 +22,10 @@ pub struct Transcript {
     /// The demo the parameters select: its label and narration.
     pub demo: Option<(String, String)>,
     pub steps: Vec<StepText>,
+    /// Every glossary term the steps use, in the order they first appear
+    /// (`scene::terms::scenario_terms`); the text ends with their
+    /// definitions.
+    pub glossary: Vec<Term>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -34,6 +40,8 @@ pub struct StepText {
     pub hops: Vec<HopText>,
     /// kubectl's output at the end of the step, then the step's evidence.
     pub terminals: Vec<Terminal>,
+    /// The glossary terms the step's hops use (`scene::terms::step_terms`).
+    pub terms: Vec<Term>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -70,6 +78,8 @@ pub struct HopText {
     /// The hop's own account (its detail).
     pub detail: String,
     pub rows: Vec<Row>,
+    /// The glossary terms the hop uses (`scene::terms::hop_terms`).
+    pub terms: Vec<Term>,
 }
 
 /// One line under a hop.
@@ -268,6 +278,7 @@ pub fn hop_text(s: &Scenario, i: usize, h: &Hop) -> HopText {
         summary: hop_summary(s, h),
         detail: h.detail.clone(),
         rows: hop_rows(s, h),
+        terms: hop_terms(s, h),
     }
 }
 
@@ -291,6 +302,7 @@ fn step_text(s: &Scenario, i: usize, st: &Step) -> StepText {
         manifest,
         hops: st.hops.iter().enumerate().map(|(j, h)| hop_text(s, j, h)).collect(),
         terminals,
+        terms: step_terms(s, st),
     }
 }
 
@@ -301,6 +313,7 @@ pub fn transcript(s: &Scenario) -> Transcript {
         title: s.title.clone(),
         demo: s.demo().map(|d| (d.label.clone(), d.narration.clone())),
         steps: s.steps.iter().enumerate().map(|(i, st)| step_text(s, i, st)).collect(),
+        glossary: scenario_terms(s),
     }
 }
 
@@ -367,6 +380,16 @@ impl Transcript {
                 if !t.output.ends_with('\n') {
                     out.push('\n');
                 }
+            }
+            if !st.terms.is_empty() {
+                let names: Vec<&str> = st.terms.iter().map(|t| t.name()).collect();
+                let _ = writeln!(out, "\nTerms in this step: {}.", names.join("; "));
+            }
+        }
+        if !self.glossary.is_empty() {
+            let _ = writeln!(out, "\n## Glossary\n");
+            for t in &self.glossary {
+                let _ = writeln!(out, "- {}: {}", t.name(), t.definition());
             }
         }
         out

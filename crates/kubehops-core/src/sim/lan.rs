@@ -8,6 +8,7 @@
 //! proxy, Envoy) never rewrites a packet: it answers its client's
 //! connection and opens a connection of its own, which has its own hops.
 
+use crate::dataplane::rules::ChainKind;
 use super::hop::{ArpFrame, ArpOp, DropReason, Field, Hop, HopKind, Leg, MatchedRule, PacketHop, Payload, Rewrite, RewriteKind, Unroutable};
 use super::host::{Neighbour, NeighbourState};
 use super::network::{masquerade, next, packet_text, Dial, Outcome, Step};
@@ -43,7 +44,7 @@ impl World {
             .matched()
             .filter_map(|r| {
                 let rule = host.nat.rule(r)?;
-                Some(MatchedRule { table: r.table.into(), line: host.line_of(r)?, text: rule.render_kernel(&r.chain), purpose: None, owner: None, rewrites: rule.target.rewrites() })
+                Some(MatchedRule { table: r.table.into(), line: host.line_of(r)?, text: rule.render_kernel(&r.chain), purpose: None, owner: None, rewrites: rule.target.rewrites(), chain: ChainKind::Other })
             })
             .collect();
         if let Some(v) = t.refused() {

@@ -6,7 +6,7 @@
 
 use super::walk::Hit;
 use super::{Action, Purpose, Ruleset, SERVICE_IPS, SERVICE_NODEPORTS, NO_ENDPOINT_SERVICES, TABLE, KeyPart};
-use crate::dataplane::rules::{self, Field, Lookup, MatchedRule, RuleLine, RuleSummary, RuleTable};
+use crate::dataplane::rules::{self, ChainKind, Field, Lookup, MatchedRule, RuleLine, RuleSummary, RuleTable};
 use crate::net::SockAddr;
 
 impl Purpose {
@@ -141,11 +141,12 @@ impl Ruleset {
                 Action::MasqueradeFullyRandom => Some(Field::Source),
                 _ => None,
             };
-            out.push(MatchedRule { table: RuleTable::KubeProxy, line, text, purpose: r.purpose.shown(), owner: r.owner.clone(), rewrites });
+            out.push(MatchedRule { table: RuleTable::KubeProxy, line, text, purpose: r.purpose.shown(), owner: r.owner.clone(), rewrites, chain: self.chain(&hit.chain).map_or(ChainKind::Other, chain_kind) });
         }
         if let Some(e) = &hit.element {
             if let Some(v) = self.element_view(&e.set, e.index) {
-                out.push(MatchedRule { table: RuleTable::KubeProxy, line: v.line, text: v.text, purpose: v.purpose, owner: v.owner, rewrites: None });
+                let chain = if self.set(&e.set).is_some_and(|s| s.verdict_map) { ChainKind::VerdictMap } else { ChainKind::Set };
+                out.push(MatchedRule { table: RuleTable::KubeProxy, line: v.line, text: v.text, purpose: v.purpose, owner: v.owner, rewrites: None, chain });
             }
         }
         out
@@ -178,6 +179,21 @@ fn key_addr(key: &[KeyPart]) -> Option<SockAddr> {
         [KeyPart::Ip(ip), _, KeyPart::Port(p)] => Some(SockAddr::new(*ip, *p)),
         _ => None,
     }
+}
+
+/// What kube-proxy made chain `c` for: the table's own chains by their
+/// names, a Service port's chains (those with an owner) by the prefix
+/// [`super::sync_node`] gives them.
+pub fn chain_kind(c: &super::Chain) -> ChainKind {
+    match c.name.as_str() {
+        super::SERVICES => return ChainKind::Services,
+        super::MARK_FOR_MASQUERADE => return ChainKind::MarkMasquerade,
+        super::MASQUERADING => return ChainKind::Masquerading,
+        _ if c.owner.is_none() => return ChainKind::Other,
+        _ => {}
+    }
+    let kinds = [("service-", ChainKind::Service), ("local-", ChainKind::ServiceLocal), ("external-", ChainKind::External), ("firewall-", ChainKind::Firewall), ("endpoint-", ChainKind::Endpoint)];
+    kinds.iter().find(|(p, _)| c.name.starts_with(p)).map_or(ChainKind::Other, |(_, k)| *k)
 }
 
 #[cfg(test)]
@@ -236,5 +252,19 @@ mod tests {
         assert!(lines.iter().all(|l| l.table == RuleTable::KubeProxy && l.owner.as_deref() == Some("default/web:http")));
         assert!(rs.service_lines("default", "we").is_empty() && rs.service_lines("default", "web2").is_empty());
         assert_eq!(rs.port_chains("default", "web", true).len(), 2);
+    }
+
+    #[test]
+    fn each_chain_says_what_it_was_made_for() {
+        let rs = table();
+        let kind = |name: &str| chain_kind(rs.chain(name).unwrap_or_else(|| panic!("{name} is in the table")));
+        assert_eq!(kind(super::super::SERVICES), ChainKind::Services);
+        assert_eq!(kind(super::super::MARK_FOR_MASQUERADE), ChainKind::MarkMasquerade);
+        assert_eq!(kind(super::super::MASQUERADING), ChainKind::Masquerading);
+        assert_eq!(kind(super::super::SERVICE_ENDPOINTS_CHECK), ChainKind::Other, "a table chain whose name starts like a Service's");
+        let port = rs.services.iter().find(|s| s.port_name == "default/web:http").expect("web's port");
+        let kinds: Vec<ChainKind> = port.chains.iter().map(|c| kind(c)).collect();
+        assert!(kinds.contains(&ChainKind::Service) && kinds.contains(&ChainKind::Endpoint), "{:?} {kinds:?}", port.chains);
+        assert!(!kinds.contains(&ChainKind::Other), "every chain of a port has its kind: {:?} {kinds:?}", port.chains);
     }
 }
