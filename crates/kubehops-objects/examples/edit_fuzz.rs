@@ -1,32 +1,29 @@
 //! Fuzzes the manifest editor's reading natively: random and mutated
-//! manifests through `edit::build` on every scenario, which reads,
-//! validates, dry-runs and (when admitted) plays them, and `compact`'s
-//! link packing. A panic aborts the run; the count of cases, refused and
-//! admitted, is printed.
+//! manifests through `edit::build` on every scenario that takes a typed
+//! Service, which reads, validates, dry-runs and (when admitted) plays
+//! them, and `compact`'s link packing of the same text.
 //!
-//!     cargo run --release -p kubehops-objects --example edit_fuzz -- [cases] [seed]
+//! Each case, drawn from the seed and its index, is the scenario's own
+//! Service (scenarios in turn) with lines dropped, inserted, cut, copied
+//! or replaced by pieces of manifests good and bad, or (one case in ten)
+//! random ASCII.
+//!
+//! A case fails when it panics, runs longer than the timeout, or breaks
+//! what the editor promises: a text `compact::pack` accepts unpacks to
+//! itself; a build is either a scenario or a refusal with a headline and
+//! at least one problem; and a problem's line is a line of the text (the
+//! editor marks it in its gutter).
+//!
+//!     cargo run --release -p kubehops-objects --example edit_fuzz -- [cases] [seed] [--threads N] [--timeout S] [--case N]
 
+#[path = "../../kubehops-core/examples/fuzzing/mod.rs"]
+mod fuzzing;
+
+use fuzzing::{Fuzzer, Options, Rng};
 use kubehops_core::compact;
 use kubehops_core::scenarios::{Params, Value, REGISTRY};
 use kubehops_objects::edit;
-
-/// xorshift64*: repeatable from the seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
-}
+use std::sync::OnceLock;
 
 /// Pieces a manifest is made of, good and bad.
 const TOKENS: &[&str] = &[
@@ -39,60 +36,82 @@ const TOKENS: &[&str] = &[
     ": :", "- - -", "---", "...", "\t", "#", "%YAML 1.2", "?", "|", ">", "\u{feff}", "\u{0}", "é", "9999999999999999999999",
 ];
 
+/// Each scenario that takes a typed Service, with its own.
+fn own() -> &'static [(&'static str, String)] {
+    static OWN: OnceLock<Vec<(&'static str, String)>> = OnceLock::new();
+    OWN.get_or_init(|| REGISTRY.iter().filter(|e| e.edit.is_some()).map(|e| (e.id, edit::starting_text(e.id, &Params::default()))).collect())
+}
+
 fn mutate(rng: &mut Rng, base: &str) -> String {
     let mut lines: Vec<String> = base.lines().map(String::from).collect();
     for _ in 0..1 + rng.below(4) {
         let at = rng.below(lines.len() + 1);
         let indent = " ".repeat(rng.below(4) * 2);
         match rng.below(6) {
-            0 if !lines.is_empty() => {
-                lines.remove(at.min(lines.len() - 1));
-            }
+            0 if !lines.is_empty() => drop(lines.remove(at.min(lines.len() - 1))),
             1 => lines.insert(at, format!("{indent}{}", rng.pick(TOKENS))),
             2 if !lines.is_empty() => {
                 let i = at.min(lines.len() - 1);
-                let cut = rng.below(lines[i].len() + 1);
-                let keep: String = lines[i].chars().take(cut).collect();
+                let keep: String = lines[i].chars().take(rng.below(lines[i].len() + 1)).collect();
                 lines[i] = format!("{keep}{}", rng.pick(TOKENS));
             }
             3 if !lines.is_empty() => {
-                let i = rng.below(lines.len());
-                let l = lines[i].clone();
+                let l = rng.pick(&lines).clone();
                 lines.insert(at, l);
             }
             4 => {
                 let bytes: String = (0..rng.below(12)).map(|_| char::from(32 + rng.below(95) as u8)).collect();
                 lines.insert(at, bytes);
             }
-            _ => lines.insert(at, format!("{indent}{}: {}", rng.pick(&["spec", "ports", "metadata", "x"]), rng.pick(TOKENS))),
+            _ => {
+                let key = *rng.pick(&["spec", "ports", "metadata", "x"]);
+                lines.insert(at, format!("{indent}{key}: {}", rng.pick(TOKENS)));
+            }
         }
     }
     lines.join("\n")
 }
 
-fn main() {
-    let mut args = std::env::args().skip(1);
-    let cases: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
-    let seed: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(0x5eed_cafe);
-    let mut rng = Rng(seed | 1);
-    let own: Vec<(&str, String)> = REGISTRY.iter().filter(|e| e.edit.is_some()).map(|e| (e.id, edit::starting_text(e.id, &Params::default()))).collect();
-    let t0 = std::time::Instant::now();
-    let (mut admitted, mut refused) = (0usize, 0usize);
-    for i in 0..cases {
-        let (id, base) = &own[i % own.len()];
-        let text = if i % 10 == 0 { (0..rng.below(200)).map(|_| char::from(rng.below(128) as u8)).collect() } else { mutate(&mut rng, base) };
-        if let Ok(packed) = compact::pack(&text) {
-            assert_eq!(compact::unpack(&packed).as_deref(), Ok(text.as_str()));
-        }
-        let b = edit::build(id, &Params::default().with("manifest", Value::Manifest(text))).expect("known scenario");
-        match (b.scenario, b.refusal) {
-            (Some(_), None) => admitted += 1,
-            (None, Some(r)) => {
-                assert!(!r.problems.is_empty() && !r.headline.is_empty());
-                refused += 1;
-            }
-            _ => panic!("a build is either a scenario or a refusal"),
+struct Case {
+    id: &'static str,
+    text: String,
+}
+
+fn make(seed: u64, index: u64) -> Case {
+    let (id, base) = &own()[index as usize % own().len()];
+    let mut rng = Rng::for_case(seed, index);
+    let text = if index % 10 == 0 { (0..rng.below(200)).map(|_| char::from(rng.below(128) as u8)).collect() } else { mutate(&mut rng, base) };
+    Case { id, text }
+}
+
+/// The text's lines as the editor numbers them (a break is LF, CR or
+/// CR LF; the browser's text box gives LF only).
+fn lines(text: &str) -> usize {
+    1 + text.matches(['\n', '\r']).count() - text.matches("\r\n").count()
+}
+
+fn check(c: &Case) -> Result<&'static str, String> {
+    if let Ok(packed) = compact::pack(&c.text) {
+        if compact::unpack(&packed).as_deref() != Ok(c.text.as_str()) {
+            return Err(format!("packed as {packed:?}, which does not unpack to the text"));
         }
     }
-    println!("edit fuzz: {cases} cases (seed {seed}), none panicked: {admitted} admitted and played, {refused} refused; {:.1} s", t0.elapsed().as_secs_f64());
+    let b = edit::build(c.id, &Params::default().with("manifest", Value::Manifest(c.text.clone()))).ok_or("a scenario of the registry is unknown")?;
+    match (b.scenario, b.refusal) {
+        (Some(_), None) => Ok("admitted and played"),
+        (None, Some(r)) if r.headline.is_empty() || r.problems.is_empty() => Err(format!("a refusal without a headline or a problem: {r:?}")),
+        (None, Some(r)) => match r.problems.iter().find(|p| p.line.is_some_and(|l| l == 0 || l > lines(&c.text))) {
+            Some(p) => Err(format!("a problem at line {:?} of {}: {}", p.line, lines(&c.text), p.message)),
+            None => Ok("refused"),
+        },
+        (s, r) => Err(format!("a build that is {} and {}", if s.is_some() { "a scenario" } else { "no scenario" }, if r.is_some() { "a refusal" } else { "no refusal" })),
+    }
+}
+
+fn show(c: &Case) -> String {
+    format!("{:?} typed in {}", c.text, c.id)
+}
+
+fn main() {
+    fuzzing::run(Fuzzer { name: "edit-fuzz", make, check, show }, Options::from_args(1_000_000, 0x5eed_cafe));
 }
