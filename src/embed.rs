@@ -333,7 +333,8 @@ pub fn EmbedButton() -> impl IntoView {
     let p = expect_context::<Ctx>().player;
     let dialog = NodeRef::<leptos::html::Dialog>::new();
     let snippet = RwSignal::new(String::new());
-    let status = RwSignal::new("");
+    let status = RwSignal::new(String::new());
+    let area = NodeRef::<leptos::html::Textarea>::new();
     let open = move |_| {
         let mut l = untrack(|| p.link());
         l.display = p.display.get_untracked().for_embed();
@@ -341,14 +342,20 @@ pub fn EmbedButton() -> impl IntoView {
         let title = p.scenario.with_untracked(|s| s.title.clone());
         let text = embed::snippet(&page, &link::format(&l), &title);
         snippet.set(text.clone());
-        status.set("Copying…");
+        status.set("Copying…".into());
         if let Some(d) = dialog.get() {
             let _ = d.show_modal();
         }
-        let clip = window().navigator().clipboard();
         leptos::task::spawn_local(async move {
-            let ok = wasm_bindgen_futures::JsFuture::from(clip.write_text(&text)).await.is_ok();
-            status.set(if ok { "Copied to the clipboard." } else { "The clipboard is not available here: select the snippet and copy it." });
+            match crate::browser::copy_text(&text).await {
+                Ok(()) => status.set("Copied to the clipboard.".into()),
+                Err(why) => {
+                    if let Some(a) = area.get_untracked() {
+                        crate::browser::select_contents(&a);
+                    }
+                    status.set(crate::browser::copy_by_hand(&why));
+                }
+            }
         });
     };
     view! {
@@ -356,7 +363,7 @@ pub fn EmbedButton() -> impl IntoView {
         <dialog class="kh-dialog" node_ref=dialog aria-labelledby="kh-embed-title">
             <h2 id="kh-embed-title">"Embed this state"</h2>
             <p class="kh-note" role="status" data-testid="embed-status">{move || status.get()}</p>
-            <textarea class="kh-snippet" readonly rows="4" aria-label="The iframe snippet" data-testid="embed-snippet" prop:value=move || snippet.get()></textarea>
+            <textarea class="kh-snippet" node_ref=area readonly rows="4" aria-label="The iframe snippet" data-testid="embed-snippet" prop:value=move || snippet.get()></textarea>
             <p class="kh-note">"Add "<code>"&origins=https://your.site"</code>" to the link to let your page drive it; see the README for the messages."</p>
             <form method="dialog"><button type="submit" class="kh-btn kh-btn-small">"Close"</button></form>
         </dialog>

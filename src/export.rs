@@ -122,42 +122,51 @@ fn save(blob: &web_sys::Blob, name: &str) {
     set_timeout(move || { let _ = web_sys::Url::revoke_object_url(&url); }, std::time::Duration::from_secs(10));
 }
 
-/// Draws the SVG on a canvas at twice its size and saves it as PNG.
-fn save_png(svg: String, w: f64, h: f64, name: String) {
-    let Some(b) = blob(&svg, "image/svg+xml") else { return };
-    let Ok(url) = web_sys::Url::create_object_url_with_blob(&b) else { return };
-    let Ok(img) = HtmlImageElement::new() else { return };
+/// Draws the SVG on a canvas at twice its size and saves it as PNG;
+/// `failed` is called if the browser cannot draw or encode it.
+fn save_png(svg: String, w: f64, h: f64, name: String, failed: impl Fn() + Clone + 'static) {
+    let Some(b) = blob(&svg, "image/svg+xml") else { return failed() };
+    let Ok(url) = web_sys::Url::create_object_url_with_blob(&b) else { return failed() };
+    let Ok(img) = HtmlImageElement::new() else { return failed() };
     let image = img.clone();
     let src = url.clone();
+    let on_error = failed.clone();
     let onload = Closure::once_into_js(move || {
         let _ = web_sys::Url::revoke_object_url(&src);
-        let Some(canvas) = document().create_element("canvas").ok().and_then(|c| c.dyn_into::<HtmlCanvasElement>().ok()) else { return };
+        let Some(canvas) = document().create_element("canvas").ok().and_then(|c| c.dyn_into::<HtmlCanvasElement>().ok()) else { return failed() };
         let scale = 2.0;
         canvas.set_width((w * scale) as u32);
         canvas.set_height((h * scale) as u32);
-        let Some(g) = canvas.get_context("2d").ok().flatten().and_then(|c| c.dyn_into::<web_sys::CanvasRenderingContext2d>().ok()) else { return };
-        let _ = g.draw_image_with_html_image_element_and_dw_and_dh(&image, 0.0, 0.0, w * scale, h * scale);
-        let done = Closure::once_into_js(move |b: Option<web_sys::Blob>| {
-            if let Some(b) = b {
-                save(&b, &name);
-            }
+        let Some(g) = canvas.get_context("2d").ok().flatten().and_then(|c| c.dyn_into::<web_sys::CanvasRenderingContext2d>().ok()) else { return failed() };
+        if g.draw_image_with_html_image_element_and_dw_and_dh(&image, 0.0, 0.0, w * scale, h * scale).is_err() {
+            return failed();
+        }
+        let not_encoded = failed.clone();
+        let done = Closure::once_into_js(move |b: Option<web_sys::Blob>| match b {
+            Some(b) => save(&b, &name),
+            None => not_encoded(),
         });
-        let _ = canvas.to_blob(done.unchecked_ref());
+        if canvas.to_blob(done.unchecked_ref()).is_err() {
+            failed();
+        }
     });
+    let onerror = Closure::once_into_js(move || on_error());
     img.set_onload(Some(onload.unchecked_ref()));
+    img.set_onerror(Some(onerror.unchecked_ref()));
     img.set_src(&url);
 }
 
 /// Saves the current frame.
 pub fn download(ctx: Ctx, format: Format) {
     let stem = ctx.with_scenario(|s| file_stem(s, &ctx.frame.get_untracked()));
-    let Some((svg, w, h)) = standalone_svg() else { return };
+    let notices = ctx.player.notices;
+    let failed = move |what: &'static str| crate::browser::tell(notices, format!("This browser could not make the {what}; nothing was downloaded."));
+    let Some((svg, w, h)) = standalone_svg() else { return failed("picture") };
     match format {
-        Format::Svg => {
-            if let Some(b) = blob(&svg, "image/svg+xml") {
-                save(&b, &format!("{stem}.svg"));
-            }
-        }
-        Format::Png => save_png(svg, w, h, format!("{stem}.png")),
+        Format::Svg => match blob(&svg, "image/svg+xml") {
+            Some(b) => save(&b, &format!("{stem}.svg")),
+            None => failed("SVG file"),
+        },
+        Format::Png => save_png(svg, w, h, format!("{stem}.png"), move || failed("PNG file")),
     }
 }

@@ -1,6 +1,7 @@
 //! KubeHops in the browser: renders what `kubehops-core` computed.
 
 mod app;
+mod browser;
 mod canvas;
 mod cluster;
 mod controls;

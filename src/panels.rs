@@ -55,7 +55,7 @@ pub fn what_if_label(ctx: Ctx) -> String {
     ctx.with_scenario(|s| s.what_if.as_ref().map_or_else(|| "what if".to_string(), |w| format!("what if: {w}")))
 }
 
-/// An actor's short label (`Pod web-x2klp`, `Node-2`).
+/// An actor's short label (`Pod web-6b8f9c7d5-x2klp`, `Node-2`).
 pub fn short_label(ctx: Ctx, id: ActorId) -> String {
     ctx.with_scenario(|s| s.actor(id).map(|a| a.short.clone()).unwrap_or_default())
 }
@@ -130,7 +130,12 @@ pub fn HopDetail() -> impl IntoView {
     let body = move || {
         let Some((t, packet, class, n)) = told.get() else {
             let n = ctx.with_step(|st| st.hops.len()).unwrap_or(0);
-            return view! { <p class="kh-muted-html">{format!("{n} hops. Press Play, or choose a hop below.")}</p> }.into_any();
+            let text = match n {
+                0 => "Nothing moves in this step.".to_string(),
+                1 => "1 hop. Press Play to send it.".to_string(),
+                n => format!("{n} hops. Press Play, or choose a hop below."),
+            };
+            return view! { <p class="kh-muted-html">{text}</p> }.into_any();
         };
         let what_if = what_if_label(ctx);
         let table = packet.clone().map(|pk| {
@@ -396,6 +401,46 @@ pub fn Comparison() -> impl IntoView {
     }
 }
 
+/// A Copy button's state: it says "Copied" only once the clipboard took
+/// the text, and where it was refused, selects the text and says so.
+#[derive(Clone, Copy)]
+struct CopyState(RwSignal<Option<Result<(), crate::browser::Refused>>>);
+
+impl CopyState {
+    fn new() -> Self {
+        CopyState(RwSignal::new(None))
+    }
+
+    fn copy(self, text: String, shown: NodeRef<leptos::html::Code>) {
+        self.0.set(None);
+        leptos::task::spawn_local(async move {
+            let done = crate::browser::copy_text(&text).await;
+            if done.is_err() {
+                if let Some(el) = shown.get_untracked() {
+                    crate::browser::select_contents(&el);
+                }
+            }
+            let ok = done.is_ok();
+            self.0.set(Some(done));
+            // "Copied" goes back to "Copy" after a while; a refusal stays.
+            if ok {
+                set_timeout(move || { if matches!(self.0.get_untracked(), Some(Ok(()))) { self.0.set(None) } }, std::time::Duration::from_secs(3));
+            }
+        });
+    }
+
+    fn label(self) -> &'static str {
+        if matches!(self.0.get(), Some(Ok(()))) { "Copied" } else { "Copy" }
+    }
+
+    fn note(self) -> Option<String> {
+        match self.0.get() {
+            Some(Err(why)) => Some(crate::browser::copy_by_hand(&why)),
+            _ => None,
+        }
+    }
+}
+
 /// The commands a reader would run against a real cluster at this step,
 /// with the outputs the model predicts, each with a copy button.
 #[component]
@@ -412,23 +457,20 @@ pub fn Evidence() -> impl IntoView {
                         .into_iter()
                         .map(|e| {
                             let cmd = e.command.clone();
-                            let copied = RwSignal::new(false);
-                            let copy = move |_| {
-                                if let Some(w) = web_sys::window() {
-                                    let _ = w.navigator().clipboard().write_text(&cmd);
-                                    copied.set(true);
-                                }
-                            };
+                            let code = NodeRef::<leptos::html::Code>::new();
+                            let copy = CopyState::new();
                             let out = if e.stderr.is_empty() { e.stdout.clone() } else { format!("{}{}", e.stderr, e.stdout) };
                             view! {
                                 <div class="kh-evidence-item">
                                     <p class="kh-evidence-purpose">{e.purpose.clone()}</p>
                                     <div class="kh-evidence-cmd">
-                                        <code>{format!("$ {}", e.command)}</code>
-                                        <button type="button" class="kh-btn kh-btn-small" aria-label=format!("Copy: {}", e.command) on:click=copy>
-                                            {move || if copied.get() { "Copied" } else { "Copy" }}
+                                        <code node_ref=code>{format!("$ {}", e.command)}</code>
+                                        <button type="button" class="kh-btn kh-btn-small" aria-label=format!("Copy: {}", e.command)
+                                            on:click=move |_| copy.copy(cmd.clone(), code)>
+                                            {move || copy.label()}
                                         </button>
                                     </div>
+                                    <p class="kh-note kh-copy-note" role="status">{move || copy.note()}</p>
                                     <pre class="kh-code kh-term" tabindex="0">{out}</pre>
                                 </div>
                             }

@@ -25,20 +25,8 @@ use wasm_bindgen::JsCast;
 pub struct Present {
     pub on: RwSignal<bool>,
     pub panels: RwSignal<bool>,
-}
-
-/// Calls `el.name()` and swallows a rejected promise (fullscreen may be
-/// refused: no user gesture, an iframe without allow="fullscreen").
-fn call_quietly(target: &JsValue, name: &str) {
-    let Ok(f) = js_sys::Reflect::get(target, &JsValue::from_str(name)) else { return };
-    let Some(f) = f.dyn_ref::<js_sys::Function>() else { return };
-    if let Ok(r) = f.call0(target) {
-        if let Ok(p) = r.dyn_into::<js_sys::Promise>() {
-            let ignore = Closure::<dyn FnMut(JsValue)>::new(|_: JsValue| {});
-            let _ = p.catch(&ignore);
-            ignore.forget();
-        }
-    }
+    /// Where a refusal (full screen, the presenter view's window) is said.
+    notices: RwSignal<Vec<String>>,
 }
 
 fn fullscreen_element() -> Option<JsValue> {
@@ -52,9 +40,16 @@ impl Present {
         }
         self.on.set(true);
         self.panels.set(false);
-        if let Some(root) = document().document_element() {
-            call_quietly(&root, "requestFullscreen");
-        }
+        let Some(root) = document().document_element() else { return };
+        let (on, notices) = (self.on, self.notices);
+        leptos::task::spawn_local(async move {
+            // Refused, presenting goes on inside the frame; the reader hears why.
+            if let Err(why) = crate::browser::fullscreen(&root).await {
+                if on.get_untracked() {
+                    crate::browser::tell(notices, format!("{}. Esc or P leaves.", why.0));
+                }
+            }
+        });
     }
 
     pub fn leave(&self) {
@@ -63,7 +58,7 @@ impl Present {
         }
         self.on.set(false);
         if fullscreen_element().is_some() {
-            call_quietly(&document(), "exitFullscreen");
+            crate::browser::exit_fullscreen();
         }
     }
 
@@ -79,7 +74,7 @@ impl Present {
 /// Provides presenter mode: its keys, leaving when fullscreen ends, and
 /// the canvas's text floor.
 pub fn provide_present(player: Player) -> Present {
-    let pr = Present { on: RwSignal::new(false), panels: RwSignal::new(false) };
+    let pr = Present { on: RwSignal::new(false), panels: RwSignal::new(false), notices: player.notices };
     provide_context(pr);
     // Esc in fullscreen is the browser's: it ends fullscreen, and so the mode.
     let on_change = Closure::<dyn Fn()>::new(move || {
@@ -137,7 +132,10 @@ fn open_notes(player: Player) {
     l.display = player.display.get_untracked().for_notes();
     let href = window().location().href().unwrap_or_default();
     let page = href.split('#').next().unwrap_or_default().to_string();
-    let _ = window().open_with_url_and_target_and_features(&format!("{page}{}", link::format(&l)), "kubehops-notes", "popup=yes,width=1100,height=760");
+    let url = format!("{page}{}", link::format(&l));
+    if let Err(why) = crate::browser::open_window(&url, "kubehops-notes", "popup=yes,width=1100,height=760") {
+        crate::browser::tell(player.notices, format!("{}. Allow pop-ups for this page, or open this link in a second window: {url}", why.0));
+    }
 }
 
 fn channel() -> Option<web_sys::BroadcastChannel> {
