@@ -18,7 +18,13 @@
 //!   the message wrapped in a list or a map;
 //! - random data of the protocol's words and numbers, within the page's
 //!   bounds and past them;
-//! - the page's own events and presenter messages with random contents.
+//! - the page's own events and presenter messages with random contents;
+//! - a host message as JSON text (the commands the e2e tests send, or a
+//!   valid message written out), as it is or mutated at the character
+//!   level (JSON tokens, cuts, a key twice, numbers past 2^53, long
+//!   strings, deep nesting); parsed as `JSON.parse` would (serde_json)
+//!   and converted as src/embed.rs's `to_data` does (the same bounds),
+//!   then read by the host reader.
 //!
 //! A case fails when a reader panics, runs longer than the timeout, or
 //! breaks what `protocol.rs` and `presenter.rs` promise: a valid message
@@ -28,7 +34,8 @@
 //! state, to a link that reads back as itself with no notice, keeping the
 //! display and taking the step and hop asked for, or to an error without
 //! control characters; a presenter's state is adopted as a link that reads
-//! back as the state sent with this window's display.
+//! back as the state sent with this window's display; a command the e2e
+//! tests send reads as a command of its own `type`, with its own `id`.
 //!
 //!     cargo run --release -p kubehops-core --example embed_fuzz -- [cases] [seed] [--threads N] [--timeout S] [--case N]
 
@@ -50,6 +57,8 @@ enum Expect {
     Ignored,
     /// Random data: anything, as long as what is read is consistent.
     Any,
+    /// A real command unchanged: read, as a command of this type.
+    Real(&'static str),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -59,6 +68,8 @@ enum Reader {
 }
 
 struct Case {
+    /// The JSON text the data was converted from, if any.
+    json: Option<String>,
     reader: Reader,
     data: Data,
     expect: Expect,
@@ -396,22 +407,37 @@ fn make(seed: u64, index: u64) -> Case {
             (Reader::Presenter, break_sync(&mut rng, &s), Expect::Ignored)
         }
         15 => (*rng.pick(&[Reader::Host, Reader::Presenter]), own_event(&mut rng), Expect::Ignored),
+        16 | 17 => {
+            let (text, expect) = json_case(&mut rng);
+            let data = from_json(&text);
+            return Case { json: Some(text), reader: Reader::Host, data, expect, current, own, any_step };
+        }
         _ => (*rng.pick(&[Reader::Host, Reader::Presenter]), noise(&mut rng), Expect::Any),
     };
-    Case { reader, data, expect, current, own, any_step }
+    Case { json: None, reader, data, expect, current, own, any_step }
 }
 
 fn check(c: &Case) -> Result<&'static str, String> {
-    match c.reader {
-        Reader::Host => check_host(c),
-        Reader::Presenter => check_presenter(c),
-    }
+    let outcome = match c.reader {
+        Reader::Host => check_host(c)?,
+        Reader::Presenter => check_presenter(c)?,
+    };
+    // JSON cases are counted apart.
+    Ok(match (&c.json, &c.data, outcome) {
+        (None, ..) => outcome,
+        (Some(_), Data::Null, _) => "JSON texts that do not parse or pass the page's bounds",
+        (Some(_), _, "broken or foreign host messages ignored" | "random data ignored by the host reader") => "JSON messages ignored",
+        (Some(_), _, "sets refused with an error") => "JSON sets refused with an error",
+        (Some(_), ..) => "JSON messages read",
+    })
 }
 
 fn check_host(c: &Case) -> Result<&'static str, String> {
     let got = protocol::parse(&c.data);
     match (&c.expect, &got) {
         (Expect::Command(want), Some(r)) if want == r => {}
+        (Expect::Real(kind), Some(r)) if kind_of(&r.command) == *kind && field(&c.data, "id").map(|d| format!("{d:?}")) == r.id.as_ref().map(id_data) => {}
+        (Expect::Real(kind), _) => return Err(format!("a command the e2e tests send ({kind}) read as {got:?}")),
         (Expect::Command(want), _) => return Err(format!("a valid message read as {got:?}, not {want:?}")),
         (Expect::Ignored, Some(r)) => return Err(format!("a message outside the protocol read as {r:?}")),
         _ => {}
@@ -471,9 +497,130 @@ fn check_presenter(c: &Case) -> Result<&'static str, String> {
 }
 
 fn show(c: &Case) -> String {
-    format!("{:?} to the {:?} reader, expected {:?}; shown {:?}, steps {}", c.data, c.reader, c.expect, link::format(&c.current), if c.any_step { "any" } else { "counted" })
+    let from = c.json.as_ref().map_or(String::new(), |j| format!("JSON {j:?} as "));
+    from + &format!("{:?} to the {:?} reader, expected {:?}; shown {:?}, steps {}", c.data, c.reader, c.expect, link::format(&c.current), if c.any_step { "any" } else { "counted" })
 }
 
 fn main() {
     fuzzing::run(Fuzzer { name: "embed-fuzz", make, check, show }, Options::from_args(1_000_000, 1));
+}
+
+/// Host commands as tests/e2e/embed.mjs and the README send them.
+const REAL: &[(&str, &str)] = &[
+    ("kubehops:get", r#"{"type":"kubehops:get","version":1,"id":"q1"}"#),
+    ("kubehops:get", r#"{"type":"kubehops:get","version":1,"id":1}"#),
+    ("kubehops:set", r#"{"type":"kubehops:set","version":1,"id":2,"step":3,"hop":"end"}"#),
+    ("kubehops:set", r#"{"type":"kubehops:set","version":1,"step":4,"hop":"end"}"#),
+    ("kubehops:next", r#"{"type":"kubehops:next","version":1}"#),
+    ("kubehops:previous", r#"{"type":"kubehops:previous","version":1}"#),
+    ("kubehops:set", r#"{"type":"kubehops:set","version":1,"playing":true}"#),
+    ("kubehops:set", r#"{"type":"kubehops:set","version":1,"playing":false}"#),
+    ("kubehops:set", r#"{"type":"kubehops:set","version":1,"scenario":"service-types","step":2,"hop":"end","id":"sc"}"#),
+    ("kubehops:set", r#"{"type":"kubehops:set","version":1,"network":"vxlan","id":"net"}"#),
+    ("kubehops:set", r#"{"type":"kubehops:set","version":1,"network":"geneve","id":"badnet"}"#),
+    ("kubehops:set", r#"{"type":"kubehops:set","version":1,"scenario":"local-lab","step":2,"id":"first"}"#),
+    ("kubehops:set", r#"{"type":"kubehops:set","version":1,"scenario":"nodeport-loadbalancer","step":2,"id":"second"}"#),
+    ("kubehops:set", r#"{"type":"kubehops:set","version":1,"scenario":"service-types","step":2,"network":"vxlan","id":"back"}"#),
+    ("kubehops:set", r#"{"type":"kubehops:set","version":1,"step":99,"id":"bad"}"#),
+    ("kubehops:set", r#"{ "type": "kubehops:set", "version": 1, "mode": "nftables", "handshake": true }"#),
+];
+
+fn field<'a>(d: &'a Data, key: &str) -> Option<&'a Data> {
+    let Data::Map(m) = d else { return None };
+    m.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+}
+
+/// The data of an id as the reader keeps it, for comparing with the message's.
+fn id_data(id: &Id) -> String {
+    match id {
+        Id::Num(n) => format!("{:?}", Data::Num(*n)),
+        Id::Text(t) => format!("{:?}", Data::Text(t.clone())),
+    }
+}
+
+/// Data written as JSON (a valid message has no NaN or infinity).
+fn to_json(d: &Data) -> serde_json::Value {
+    use serde_json::Value as J;
+    match d {
+        Data::Null => J::Null,
+        Data::Bool(b) => J::Bool(*b),
+        // Whole numbers as `JSON.stringify` writes them, with no `.0`
+        // (serde_json reads those exactly; its `1.0` forms may round).
+        Data::Num(n) if n.fract() == 0.0 && n.abs() < 9.0e18 => J::from(*n as i64),
+        Data::Num(n) => serde_json::Number::from_f64(*n).map_or(J::Null, J::Number),
+        Data::Text(t) => J::String(t.clone()),
+        Data::List(l) => J::Array(l.iter().map(to_json).collect()),
+        Data::Map(m) => J::Object(m.iter().map(|(k, v)| (k.clone(), to_json(v))).collect()),
+    }
+}
+
+/// A JSON text as `JSON.parse` reads it and src/embed.rs's `to_data`
+/// converts it: depth 4, 32 items or fields, 200 values, texts of 4,096
+/// bytes; anything past those, or text that does not parse, is `Null`
+/// (the page never hands it to the reader).
+fn from_json(text: &str) -> Data {
+    fn convert(v: &serde_json::Value, depth: u32, budget: &mut u32) -> Option<Data> {
+        use serde_json::Value as J;
+        *budget = budget.checked_sub(1)?;
+        Some(match v {
+            J::Null => Data::Null,
+            J::Bool(b) => Data::Bool(*b),
+            J::Number(n) => Data::Num(n.as_f64()?),
+            J::String(s) => return (s.len() <= 4096).then(|| Data::Text(s.clone())),
+            _ if depth == 0 => return None,
+            J::Array(a) if a.len() > 32 => return None,
+            J::Array(a) => Data::List(a.iter().map(|x| convert(x, depth - 1, budget)).collect::<Option<_>>()?),
+            J::Object(m) if m.len() > 32 => return None,
+            J::Object(m) => Data::Map(m.iter().map(|(k, x)| Some((k.clone(), convert(x, depth - 1, budget)?))).collect::<Option<_>>()?),
+        })
+    }
+    serde_json::from_str::<serde_json::Value>(text).ok().and_then(|v| convert(&v, 4, &mut 200)).unwrap_or(Data::Null)
+}
+
+/// JSON tokens, and pieces of the protocol's messages.
+const JSON_PIECES: &[&str] = &[
+    "{", "}", "[", "]", ",", ":", "\"", "\\", "\\u0000", "\\ud800", "\\n", "null", "true", "false", "-0", "0.5", "1e999", "-1e999", "1e-400",
+    "9007199254740993", "18446744073709551616", "1.0000000000000002", " ", "\n", "\"type\":\"kubehops:set\",", "\"version\":1,", "\"version\":2,",
+    "\"version\":\"1\",", "\"step\":", "\"hop\":\"end\",", "\"hop\":", "\"id\":", "\"scenario\":\"local-lab\",", "\"mode\":\"nftables\",",
+    "\"network\":\"vxlan\",", "\"handshake\":true,", "\"playing\":false,", "\"__proto__\":{},", "\"x\":[[[[[1]]]]],", "é", "😀", "\u{0}",
+];
+
+/// A real or written-out host message as JSON, maybe mutated, and what
+/// it must read as.
+fn json_case(rng: &mut Rng) -> (String, Expect) {
+    let (text, expect) = if rng.one_in(2) {
+        let (kind, text) = *rng.pick(REAL);
+        (text.to_string(), Expect::Real(kind))
+    } else {
+        let r = request(rng);
+        let mut m = encode(&r);
+        shuffle(rng, &mut m);
+        (to_json(&Data::Map(m)).to_string(), Expect::Command(r))
+    };
+    if rng.one_in(4) {
+        return (text, expect);
+    }
+    let mut s: Vec<char> = text.chars().collect();
+    let most = if rng.one_in(8) { 8 } else { 2 };
+    for _ in 0..1 + rng.below(most) {
+        let at = rng.below(s.len() + 1);
+        match rng.below(6) {
+            0 | 1 => drop(s.splice(at..at, rng.pick(JSON_PIECES).chars())),
+            2 => drop(s.drain(at..(at + rng.below(12)).min(s.len()))),
+            3 if at < s.len() => s[at] = char::from(32 + rng.below(95) as u8),
+            4 => {
+                let n = if rng.one_in(10) { rng.below(20_000) } else { rng.below(100) };
+                let run = rng.pick(&["[", "{\"a\":", "a", "é", "\\n", "1"]).repeat(n);
+                s.splice(at..at, run.chars());
+            }
+            _ => {
+                // A key given a second time, with another value (`JSON.parse` keeps the last).
+                let key = *rng.pick(&["type", "version", "id", "step", "hop", "scenario", "playing"]);
+                let piece = format!(",\"{key}\":{}", rng.pick(&["1", "2", "\"end\"", "\"kubehops:get\"", "null", "true", "-0", "0.5"]));
+                let end = s.iter().rposition(|c| *c == '}').unwrap_or(s.len());
+                s.splice(end..end, piece.chars());
+            }
+        }
+    }
+    (s.into_iter().collect(), Expect::Any)
 }

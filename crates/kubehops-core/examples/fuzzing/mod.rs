@@ -13,7 +13,8 @@
 //! ends the run after printing its case and input; in one that unwinds
 //! (the `sweep` profile, debug) every panic is counted and the run goes on.
 //!
-//! Arguments: `[cases] [seed] [--threads N] [--timeout SECONDS] [--case N]`.
+//! Arguments: `[cases] [seed] [--threads N] [--timeout SECONDS] [--case N]`;
+//! `--cases N` and `--seed S` are taken too, as the CLI's fuzzers spell them.
 
 #![allow(dead_code)]
 
@@ -85,6 +86,8 @@ impl Options {
                 "--threads" => o.threads = (value(i + 1) as usize).max(1),
                 "--timeout" => o.timeout = Duration::from_secs_f64(value(i + 1)),
                 "--case" => o.only = Some(value(i + 1) as u64),
+                "--cases" => o.cases = value(i + 1) as u64,
+                "--seed" => o.seed = args.get(i + 1).and_then(|v| v.parse().ok()).unwrap_or_else(|| usage()),
                 a => {
                     let n: u64 = a.parse().unwrap_or_else(|_| usage());
                     match positional {
@@ -104,7 +107,7 @@ impl Options {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: [cases] [seed] [--threads N] [--timeout SECONDS] [--case N]");
+    eprintln!("usage: [cases] [seed] [--cases N] [--seed S] [--threads N] [--timeout SECONDS] [--case N]");
     std::process::exit(2)
 }
 
