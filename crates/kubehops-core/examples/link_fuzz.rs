@@ -11,6 +11,8 @@
 //! - a valid link mutated: cut, spliced with pieces of links and other
 //!   links, repeated pairs, garbled percent escapes, runs of up to 100,000
 //!   characters, unicode and control characters, changed case;
+//! - a link the README and the e2e tests open (`#/nodeport-loadbalancer/2/3?seed=42&mode=nftables`),
+//!   as it is or mutated as above;
 //! - random characters.
 //!
 //! Steps are counted as the page does when it has not built the scenario
@@ -44,6 +46,8 @@ enum Counter {
 
 #[derive(Clone, Copy, Debug)]
 enum Kind {
+    /// A link of the README or the e2e tests, unchanged.
+    Real,
     Valid,
     Respelled,
     Mutated,
@@ -64,6 +68,41 @@ fn read(counter: Counter, text: &str) -> Parsed {
         Counter::Any => link::parse_with(text, scenarios::CATALOG, |_, _| usize::MAX),
         Counter::Built => link::parse(text),
     }
+}
+
+/// Links the README and the e2e tests open. The first ones are clean:
+/// they read with no notice, and `link::format` writes them back with the
+/// same path and pairs (in its own order); the rest read with a notice.
+const REAL: &[&str] = &[
+    "#/nodeport-loadbalancer/2/3?seed=42&mode=nftables",
+    "#/nodeport-loadbalancer/2/4?seed=42",
+    "#/nodeport-loadbalancer/1/0?network=vxlan",
+    "#/nodeport-loadbalancer/2?embed=1&autoplay=1",
+    "#/nodeport-loadbalancer/2?embed=1&controls=minimal",
+    "#/nodeport-loadbalancer/2?view=transcript",
+    "#/nodeport-loadbalancer/2/end?seed=42",
+    "#/nodeport-loadbalancer/4?seed=18446744073709551615",
+    "#/local-lab/1/0?handshake=1",
+    "#/local-lab/1?mode=nftables",
+    "#/local-lab/9/end",
+    "#/service-types/1",
+    "#/nodeport-loadbalancer/2/99",
+    "#/nodeport-loadbalancer/3?seed=4x2",
+    "#/nodeport-loadbalancer/5/end?seed=7&seed=&x",
+    "#/nodeport-loadbalancer/2?embed=1&theme=neon&controls=lots&autoplay=maybe&origins=*,javascript:alert(1)",
+    "#/no-such-thing/99",
+    "#/nodeport-loadbalancer/1?embed=1&origins=http://127.0.0.1:8123",
+];
+
+/// How many of [`REAL`] are clean.
+const CLEAN: usize = 12;
+
+/// A link's path and its query's pairs, sorted.
+fn parts(text: &str) -> (&str, Vec<&str>) {
+    let (path, query) = text.split_once('?').unwrap_or((text, ""));
+    let mut pairs: Vec<&str> = query.split('&').filter(|p| !p.is_empty()).collect();
+    pairs.sort_unstable();
+    (path, pairs)
 }
 
 /// Pieces of links, good and bad.
@@ -215,6 +254,12 @@ fn make(seed: u64, index: u64) -> Case {
         let steps = scenarios::build(&l.scenario, &l.params).map_or(1, |s| s.steps.len());
         l.step = rng.below(steps);
     }
+    if rng.one_in(10) {
+        let i = rng.below(REAL.len());
+        let text = if rng.one_in(2) { REAL[i].to_string() } else { mutate(&mut rng, REAL[i]) };
+        let kind = if text == REAL[i] { Kind::Real } else { Kind::Mutated };
+        return Case { text, kind, counter, expect: None };
+    }
     let (kind, text, expect) = match rng.below(10) {
         0..=2 => (Kind::Valid, format(&l), Some(l)),
         3 | 4 => (Kind::Respelled, respell(&mut rng, &l), Some(l)),
@@ -234,12 +279,19 @@ fn check(c: &Case) -> Result<&'static str, String> {
             return Err(format!("a valid link of {:?} read as {:?}, notices {:?}", format(l), p.link, p.problems));
         }
     }
+    if let (Kind::Real, Some(i)) = (c.kind, REAL[..CLEAN].iter().position(|r| *r == c.text)) {
+        if parts(&format(&p.link)) != parts(REAL[i]) || !p.problems.is_empty() {
+            return Err(format!("{:?} read as {:?} (formatted {:?}), notices {:?}", REAL[i], p.link, format(&p.link), p.problems));
+        }
+    }
     let again = format(&p.link);
     let q = read(c.counter, &again);
     if q.link != p.link || !q.problems.is_empty() {
         return Err(format!("read as {:?}, formatted as {again:?}, read again as {:?}, notices {:?}", p.link, q.link, q.problems));
     }
     Ok(match (c.kind, p.problems.is_empty()) {
+        (Kind::Real, true) => "links of the README and tests read without a notice",
+        (Kind::Real, false) => "links of the README and tests read with notices",
         (Kind::Valid, _) => "valid links read back",
         (Kind::Respelled, _) => "respelled links read back",
         (Kind::Mutated, true) => "mutated links read without a notice",

@@ -6,13 +6,23 @@
 //! Each case, drawn from the seed and its index, is the scenario's own
 //! Service (scenarios in turn) with lines dropped, inserted, cut, copied
 //! or replaced by pieces of manifests good and bad, or (one case in ten)
-//! random ASCII.
+//! random ASCII, or (one in 250) a huge text: the Service padded to the
+//! editor's 64 KiB limit or one byte past it, or long runs of nesting,
+//! list items or keys.
 //!
 //! A case fails when it panics, runs longer than the timeout, or breaks
-//! what the editor promises: a text `compact::pack` accepts unpacks to
-//! itself; a build is either a scenario or a refusal with a headline and
-//! at least one problem; and a problem's line is a line of the text (the
-//! editor marks it in its gutter).
+//! what the editor promises: it keeps the user's text (a text
+//! `compact::pack` accepts unpacks to itself, and the page's link for the
+//! scenario with that text reads back with the text unchanged, or, when
+//! it is too long for a link, without one); a build is either a scenario
+//! or a refusal with a headline and at least one problem; a problem's line
+//! is a line of the text (the editor marks it in its gutter); and the
+//! refusal is in kubectl's and the API server's words: `The Service "web"
+//! is invalid:` with each problem a field and one of the API server's four
+//! kinds (`spec.ports[0].port: Invalid value: …`), or `The manifest cannot
+//! be read:` with `error parsing <file>: yaml: line N, column M: …` at
+//! line N (or the size limit), or `The manifest cannot be applied:` with a
+//! message.
 //!
 //!     cargo run --release -p kubehops-objects --example edit_fuzz -- [cases] [seed] [--threads N] [--timeout S] [--case N]
 
@@ -21,8 +31,9 @@ mod fuzzing;
 
 use fuzzing::{Fuzzer, Options, Rng};
 use kubehops_core::compact;
-use kubehops_core::scenarios::{Params, Value, REGISTRY};
-use kubehops_objects::edit;
+use kubehops_core::link::{self, Link};
+use kubehops_core::scenarios::{Params, Value, CATALOG, REGISTRY};
+use kubehops_objects::edit::{self, Refusal, MAX_EDIT_BYTES};
 use std::sync::OnceLock;
 
 /// Pieces a manifest is made of, good and bad.
@@ -80,8 +91,34 @@ struct Case {
 fn make(seed: u64, index: u64) -> Case {
     let (id, base) = &own()[index as usize % own().len()];
     let mut rng = Rng::for_case(seed, index);
-    let text = if index % 10 == 0 { (0..rng.below(200)).map(|_| char::from(rng.below(128) as u8)).collect() } else { mutate(&mut rng, base) };
+    let text = if index % 10 == 0 {
+        (0..rng.below(200)).map(|_| char::from(rng.below(128) as u8)).collect()
+    } else if index % 250 == 1 {
+        huge(&mut rng, base)
+    } else {
+        mutate(&mut rng, base)
+    };
     Case { id, text }
+}
+
+/// A text at the editor's limit or past it.
+fn huge(rng: &mut Rng, base: &str) -> String {
+    match rng.below(4) {
+        0 => {
+            // The Service and a comment: exactly the limit, or one byte over.
+            let pad = (MAX_EDIT_BYTES + rng.below(2)).saturating_sub(base.len() + 3);
+            format!("{base}\n# {}", "x".repeat(pad))
+        }
+        1 => {
+            let n = rng.below(MAX_EDIT_BYTES / 2);
+            format!("{base}\n  x: {}{}", "[".repeat(n), "]".repeat(n))
+        }
+        2 => format!("{base}\n{}", "- a\n".repeat(rng.below(MAX_EDIT_BYTES / 4))),
+        _ => {
+            let key = *rng.pick(&["  type: NodePort\n", "spec:\n", "  ports: []\n", "&a x: *a\n"]);
+            format!("{base}\n{}", key.repeat(rng.below(MAX_EDIT_BYTES / key.len() + 2)))
+        }
+    }
 }
 
 /// The text's lines as the editor numbers them (a break is LF, CR or
@@ -90,19 +127,86 @@ fn lines(text: &str) -> usize {
     1 + text.matches(['\n', '\r']).count() - text.matches("\r\n").count()
 }
 
+/// The page's link for scenario `id` with the text typed: the text comes
+/// back from it as it was, or, too long for a link, not at all.
+fn link_keeps(id: &str, text: &str) -> Result<(), String> {
+    let packs = compact::pack(text).is_ok();
+    let params = Params::default().with("manifest", Value::Manifest(text.to_string()));
+    let l = Link { scenario: id.to_string(), step: 0, hop: None, params, display: Default::default(), view: Default::default() };
+    let hash = link::format(&l);
+    let back = link::parse_with(&hash, CATALOG, |_, _| usize::MAX);
+    let got = back.link.params.manifest().unwrap_or_default();
+    match (packs, got == text) {
+        (true, true) | (false, _) if !back.problems.is_empty() => Err(format!("the link {hash:?} reads with notices {:?}", back.problems)),
+        (true, true) => Ok(()),
+        (false, _) if got.is_empty() => Ok(()),
+        _ => Err(format!("the link {:?} gives back the text {got:?}", clip(&hash))),
+    }
+}
+
+fn clip(s: &str) -> String {
+    s.chars().take(200).collect()
+}
+
+/// A cause in the API server's words: `<field>: <kind>…`, the field with
+/// no space outside a subscript (`metadata.labels[a b]` may hold any).
+fn api_cause(text: &str) -> bool {
+    let Some(at) = [": Invalid value", ": Unsupported value", ": Required value", ": Forbidden"].iter().filter_map(|k| text.find(k)).min() else { return false };
+    let field = &text[..at];
+    let outside = match (field.find('['), field.rfind(']')) {
+        (Some(a), Some(b)) if a < b => format!("{}{}", &field[..a], &field[b + 1..]),
+        _ => field.to_string(),
+    };
+    !field.is_empty() && !outside.contains(char::is_whitespace)
+}
+
+/// The line a syntax error in kubectl's words names:
+/// `error parsing <file>: yaml: line 3, column 7: …` (or `json:`).
+fn kubectl_syntax(message: &str) -> Option<usize> {
+    let rest = message.strip_prefix("error parsing ")?;
+    let at = rest.find(": yaml: line ").or_else(|| rest.find(": json: line "))?;
+    let (line, rest) = rest[at + ": yaml: line ".len()..].split_once(", column ")?;
+    let (column, what) = rest.split_once(": ")?;
+    column.parse::<usize>().ok()?;
+    (at > 0 && !what.trim().is_empty()).then_some(())?;
+    line.parse().ok()
+}
+
+/// Whether a refusal is in kubectl's and the API server's words.
+fn worded(r: &Refusal, text: &str) -> Result<(), String> {
+    let h = r.headline.as_str();
+    let api = h.starts_with("The ") && (h.ends_with("\" is invalid:") || h.ends_with(" is invalid:"));
+    for p in &r.problems {
+        let ok = match h {
+            _ if api => api_cause(&p.message),
+            "The manifest cannot be read:" => match p.line {
+                Some(line) => kubectl_syntax(&p.message) == Some(line),
+                None => text.len() > MAX_EDIT_BYTES && p.message.contains(&format!("at most {MAX_EDIT_BYTES}")),
+            },
+            "The manifest cannot be applied:" => !p.message.trim().is_empty(),
+            _ => return Err(format!("a headline not in kubectl's words: {h:?}")),
+        };
+        if !ok {
+            return Err(format!("under {h:?}, a problem not in the API server's or kubectl's words: {p:?}"));
+        }
+    }
+    Ok(())
+}
+
 fn check(c: &Case) -> Result<&'static str, String> {
     if let Ok(packed) = compact::pack(&c.text) {
         if compact::unpack(&packed).as_deref() != Ok(c.text.as_str()) {
             return Err(format!("packed as {packed:?}, which does not unpack to the text"));
         }
     }
+    link_keeps(c.id, &c.text)?;
     let b = edit::build(c.id, &Params::default().with("manifest", Value::Manifest(c.text.clone()))).ok_or("a scenario of the registry is unknown")?;
     match (b.scenario, b.refusal) {
         (Some(_), None) => Ok("admitted and played"),
         (None, Some(r)) if r.headline.is_empty() || r.problems.is_empty() => Err(format!("a refusal without a headline or a problem: {r:?}")),
         (None, Some(r)) => match r.problems.iter().find(|p| p.line.is_some_and(|l| l == 0 || l > lines(&c.text))) {
             Some(p) => Err(format!("a problem at line {:?} of {}: {}", p.line, lines(&c.text), p.message)),
-            None => Ok("refused"),
+            None => worded(&r, &c.text).map(|()| if c.text.len() > MAX_EDIT_BYTES { "refused: past the size limit" } else { "refused" }),
         },
         (s, r) => Err(format!("a build that is {} and {}", if s.is_some() { "a scenario" } else { "no scenario" }, if r.is_some() { "a refusal" } else { "no refusal" })),
     }

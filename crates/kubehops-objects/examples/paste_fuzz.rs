@@ -16,8 +16,12 @@
 //! plus one byte.
 //!
 //! A case fails when the reader panics, runs longer than the timeout, or
-//! breaks what it promises: an error has a message, and a syntax error
-//! names a line of the text (1-based, for the editor to mark); a warning
+//! breaks what it promises: an error has a message; a syntax error
+//! names a line of the text (1-based, for the editor to mark) and says it
+//! in kubectl's words (`error parsing paste: yaml: line 3, column 7: …`,
+//! the same line); an object refused is in the API server's words (`The
+//! Service "web" is invalid: spec.ports[0].port: Invalid value: …`, each
+//! cause a field and one of the four kinds); a warning
 //! is one of the CLI's lines (`warning: ` or `Warning: `); and a text read
 //! reads to the same cluster when its documents are given as JSON (the
 //! reader takes both alike). Options the cluster offers that a link
@@ -198,10 +202,60 @@ fn check_error(text: &str, e: &ReadError) -> Result<&'static str, String> {
     }
     match e {
         ReadError::Syntax { line, .. } if *line == 0 || *line > lines(text) => Err(format!("a syntax error names line {line} of {}: {shown}", lines(text))),
-        ReadError::Syntax { .. } => Ok("refused: not YAML or JSON"),
-        ReadError::Invalid(_) => Ok("refused: an object the API server would reject"),
+        ReadError::Syntax { line, message } => match kubectl_syntax(message) {
+            Some(named) if named == *line => Ok("refused: not YAML or JSON"),
+            _ => Err(format!("a syntax error at line {line} not in kubectl's words (error parsing paste: yaml|json: line {line}, column …: …): {message:?}")),
+        },
+        ReadError::Invalid(a) => match api_wording(a, &shown) {
+            Ok(()) => Ok("refused: an object the API server would reject"),
+            Err(why) => Err(format!("a rejection not in the API server's words ({why}): {shown:?}")),
+        },
         ReadError::Other(_) => Ok("refused: other"),
     }
+}
+
+/// The line a syntax error in kubectl's words names:
+/// `error parsing paste: yaml: line 3, column 7: …` (or `json:`), with
+/// something after it.
+fn kubectl_syntax(message: &str) -> Option<usize> {
+    let rest = message.strip_prefix("error parsing paste: ")?;
+    let rest = rest.strip_prefix("yaml: line ").or_else(|| rest.strip_prefix("json: line "))?;
+    let (line, rest) = rest.split_once(", column ")?;
+    let (column, what) = rest.split_once(": ")?;
+    column.parse::<usize>().ok()?;
+    (!what.trim().is_empty()).then_some(())?;
+    line.parse().ok()
+}
+
+/// Whether a rejection reads as the API server's: `The Service "web" is
+/// invalid: ` (or without a name), then each cause as
+/// `spec.ports[0].port: Invalid value: …` with one of its four kinds.
+fn api_wording(e: &kubehops_core::api::server::ApiError, shown: &str) -> Result<(), String> {
+    let head = if e.name.is_empty() { format!("The {} is invalid: ", e.kind) } else { format!("The {} \"{}\" is invalid: ", e.kind, e.name) };
+    if e.kind.is_empty() || !shown.starts_with(&head) {
+        return Err("the headline".into());
+    }
+    if e.causes.is_empty() {
+        return Err("no cause".into());
+    }
+    for c in &e.causes {
+        let text = kubehops_objects::cause(c);
+        // The field is what comes before the kind; a subscript (a label's
+        // key: `metadata.labels[a b]`) may hold anything.
+        let at = [": Invalid value", ": Unsupported value", ": Required value", ": Forbidden"].iter().filter_map(|k| text.find(k)).min().ok_or(format!("the kind of {text:?}"))?;
+        let field = &text[..at];
+        let outside = match (field.find('['), field.rfind(']')) {
+            (Some(a), Some(b)) if a < b => format!("{}{}", &field[..a], &field[b + 1..]),
+            _ => field.to_string(),
+        };
+        if field.is_empty() || outside.contains(char::is_whitespace) {
+            return Err(format!("the field {field:?}"));
+        }
+        if !shown.contains(&text) {
+            return Err(format!("the cause {text:?} is not shown"));
+        }
+    }
+    Ok(())
 }
 
 /// Whether a link can carry every option the cluster offers: the page
