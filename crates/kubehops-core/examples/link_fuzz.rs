@@ -128,9 +128,9 @@ fn mutate(rng: &mut Rng, text: &str) -> String {
         match rng.below(10) {
             0 => s.truncate(at),
             1 => drop(s.drain(at..(at + rng.below(20)).min(s.len()))),
-            2 => insert(&mut s, at, *rng.pick(PIECES)),
+            2 => insert(&mut s, at, rng.pick::<&str>(PIECES)),
             3 => repeat_pair(rng, &mut s),
-            4 => insert(&mut s, at, *rng.pick(&["%", "%Z", "%4", "%E2%82", "%FF", "%C0%AF", "%00", "%0A", "%25", "%2525", "%%", "%-1"])),
+            4 => insert(&mut s, at, rng.pick::<&str>(&["%", "%Z", "%4", "%E2%82", "%FF", "%C0%AF", "%00", "%0A", "%25", "%2525", "%%", "%-1"])),
             5 => {
                 let n = if rng.one_in(10) { rng.below(100_000) } else { rng.below(500) };
                 insert(&mut s, at, &rng.pick(RUNS).repeat(n));
@@ -241,7 +241,7 @@ fn noise(rng: &mut Rng) -> String {
 
 fn make(seed: u64, index: u64) -> Case {
     let mut rng = Rng::for_case(seed, index);
-    let counter = if index % 100 == 0 {
+    let counter = if index.is_multiple_of(100) {
         Counter::Built
     } else if rng.one_in(8) {
         Counter::Any

@@ -91,7 +91,7 @@ struct Case {
 fn make(seed: u64, index: u64) -> Case {
     let (id, base) = &own()[index as usize % own().len()];
     let mut rng = Rng::for_case(seed, index);
-    let text = if index % 10 == 0 {
+    let text = if index.is_multiple_of(10) {
         (0..rng.below(200)).map(|_| char::from(rng.below(128) as u8)).collect()
     } else if index % 250 == 1 {
         huge(&mut rng, base)

@@ -252,7 +252,7 @@ fn worker<I>(p: &Parts<I>, next: &AtomicU64, end: u64, slot: &Slot, start: Insta
             Ok(Err(why)) => t.failures.push((i, Failure::Broken(why))),
             Err(p) => t.failures.push((i, Failure::Panic(message(p.as_ref())))),
         }
-        if (i + 1) % 200_000 == 0 {
+        if (i + 1).is_multiple_of(200_000) {
             eprintln!("  {} cases, {:.0} s", i + 1, start.elapsed().as_secs_f64());
         }
     }
