@@ -20,7 +20,7 @@
 //! `1e3`; `yes` stays a string); JSON with serde_json.
 
 use crate::ReadError as Error;
-use saphyr_parser::{Event, Parser, ScalarStyle, Span, Tag};
+use saphyr_parser::{Event, Marker, Parser, ScalarStyle, Tag};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 use std::collections::HashMap;
@@ -263,20 +263,19 @@ struct YamlBuilder<'k> {
 }
 
 fn yaml_documents(src: &Source, keep: Keep) -> Result<Vec<Document>, Error> {
-    let error = |span: Span, msg: &str| {
-        let m = span.start;
-        Error::Syntax { message: format!("error parsing {}: yaml: line {}, column {}: {msg}", src.name, m.line(), m.col() + 1), line: m.line() }
+    let error = |m: Marker, msg: &str| {
+        let (line, column) = position(&src.text, m);
+        Error::Syntax { message: format!("error parsing {}: yaml: line {line}, column {column}: {msg}", src.name), line }
     };
     let mut b = YamlBuilder { keep, stack: Vec::new(), anchors: HashMap::new(), events: 0, alias_nodes: 0, done: None };
     let mut out = Vec::new();
     let mut index = 0;
     for ev in Parser::new_from_str(&src.text) {
         let (ev, span) = ev.map_err(|e| {
-            let m = *e.marker();
             // The scanner's own limit on flow nesting (255) can be met while
             // it looks ahead, before our count reaches MAX_DEPTH.
             let msg = if e.info() == "recursion limit exceeded" { too_deep() } else { e.info().to_string() };
-            Error::Syntax { message: format!("error parsing {}: yaml: line {}, column {}: {msg}", src.name, m.line(), m.col() + 1), line: m.line() }
+            error(*e.marker(), &msg)
         })?;
         b.events += 1;
         match ev {
@@ -289,10 +288,25 @@ fn yaml_documents(src: &Source, keep: Keep) -> Result<Vec<Document>, Error> {
                     out.push(Document { source: src.name.clone(), index, value });
                 }
             }
-            ev => b.event(ev).map_err(|m| error(span, &m))?,
+            ev => b.event(ev).map_err(|m| error(span.start, &m))?,
         }
     }
     Ok(out)
+}
+
+/// The 1-based line and column of a parser's marker. At the end of a text
+/// that does not end with a line break, the scanner moves its marker to
+/// the start of a line after the last, which the text does not have (an
+/// editor could not mark it); the end of the last line is named instead.
+fn position(text: &str, m: Marker) -> (usize, usize) {
+    let open = !text.ends_with(['\n', '\r']);
+    // Line breaks as YAML counts them: LF, CR, or CR LF as one.
+    let breaks = text.matches(['\n', '\r']).count() - text.matches("\r\n").count();
+    if open && m.col() == 0 && m.line() == breaks + 2 {
+        let last = text.rsplit(['\n', '\r']).next().unwrap_or_default();
+        return (breaks + 1, last.chars().count() + 1);
+    }
+    (m.line(), m.col() + 1)
 }
 
 impl YamlBuilder<'_> {
@@ -585,6 +599,24 @@ mod tests {
         assert!(e.starts_with("error parsing test.yaml: yaml: line 4, column "), "{e}");
         let e = documents(&src("{\n  \"kind\": \"Service\",\n  \"metadata\": {\n}")).unwrap_err().to_string();
         assert!(e.starts_with("error parsing test.yaml: json: line 4, column 1: EOF while parsing an object"), "{e}");
+    }
+
+    #[test]
+    fn an_error_at_the_end_names_a_line_the_text_has() {
+        // Found by examples/paste_fuzz.rs: without a final line break the
+        // scanner's end of input is on a line after the last.
+        for (text, line, column) in [("apiVe: {port", 1, 13), ("a: 1\nb: [x", 2, 6), ("a: 1\r\nb: [x", 2, 6), ("a: 1\rb: {é", 2, 6)] {
+            match documents(&src(text)) {
+                Err(Error::Syntax { message, line: l }) => {
+                    assert_eq!(l, line, "{text:?}: {message}");
+                    assert!(message.contains(&format!("line {line}, column {column}:")), "{text:?}: {message}");
+                }
+                other => panic!("{text:?}: {other:?}"),
+            }
+        }
+        // With the line break, the empty line after it is the text's own.
+        let Err(Error::Syntax { line, .. }) = documents(&src("apiVe: {port\n")) else { panic!("a syntax error") };
+        assert_eq!(line, 2);
     }
 
     #[test]
