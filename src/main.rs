@@ -15,6 +15,7 @@ mod player;
 mod present;
 mod read;
 mod worker;
+mod words;
 
 use leptos::prelude::{ArcRwSignal, GetUntracked, Set};
 

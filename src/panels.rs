@@ -37,6 +37,7 @@ pub fn Narration(#[prop(optional)] folded: bool) -> impl IntoView {
                 {move || demo.get().map(|(label, text)| view! { <p class="kh-demo-note"><strong>{format!("Demo · {label}: ")}</strong>{text}</p> })}
                 <p>{text}</p>
             </div>
+            <crate::words::Words/>
         </section>
     }
 }

@@ -146,6 +146,7 @@ fn TranscriptDoc(#[prop(optional, into)] both: Option<Signal<bool>>) -> impl Int
                 <h2 id="kh-transcript-title" class="kh-transcript-title">{format!("Transcript: {}", t.title)}</h2>
                 {t.demo.map(|(label, text)| view! { <p class="kh-demo-note"><strong>{format!("Demo · {label}: ")}</strong>{text}</p> })}
                 {t.steps.into_iter().map(|st| view! { <StepSection st=st/> }).collect_view()}
+                <crate::words::Glossary terms=t.glossary/>
             </article>
         }
     }
@@ -176,6 +177,7 @@ fn StepSection(st: StepText) -> impl IntoView {
             })}
             <h4>{format!("Hops ({})", st.hops.len())}</h4>
             <ol class="kh-thops">{st.hops.into_iter().map(|h| view! { <HopItem h=h/> }).collect_view()}</ol>
+            {crate::words::step_words(&st.terms)}
             <h4>"kubectl"</h4>
             {st.terminals.into_iter().map(|t| view! {
                 {t.purpose.map(|p| view! { <p class="kh-note">{p}</p> })}

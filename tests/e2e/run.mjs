@@ -551,13 +551,14 @@ await test('the legend draws each kind with the canvas\'s dash pattern; control 
   await page.close();
 });
 
-await test('layout: narrow, the narration follows the canvas and controls; wide, it sits beside the canvas', async () => {
+await test('layout: narrow, the legend sits under the canvas and the narration follows; wide, the narration sits beside the canvas', async () => {
   const box = (page, sel) => page.locator(sel).first().boundingBox();
   const narrow = await open('#/nodeport-loadbalancer/2/end', { viewport: { width: 720, height: 1400 } });
-  // The stage ends with the controls and the read and export tools.
-  const [controls, narr, legend, hop] = await Promise.all(['.kh-stage', '.kh-narration', '.kh-legend', '.kh-side'].map((s) => box(narrow.page, s)));
+  // The stage ends with the controls, the read and export tools, the legend and the settings.
+  const [controls, narr, legend, hop, pic] = await Promise.all(['.kh-stage', '.kh-narration', '.kh-legend', '.kh-side', '.kh-canvas'].map((s) => box(narrow.page, s)));
   check(narr.y > controls.y + controls.height && narr.y - (controls.y + controls.height) < 40, `720: narration at ${narr.y}, controls end at ${controls.y + controls.height}`);
-  check(narr.y < legend.y && narr.y < hop.y, `720: narration (${narr.y}) should come before the legend (${legend.y}) and the hop panel (${hop.y})`);
+  check(legend.y > pic.y + pic.height && legend.y + legend.height <= controls.y + controls.height, `720: the legend (${legend.y}) is not in the stage under the canvas (ends ${pic.y + pic.height})`);
+  check(narr.y < hop.y, `720: narration (${narr.y}) should come before the hop panel (${hop.y})`);
   const width = await narrow.page.evaluate(() => document.documentElement.scrollWidth);
   check(width <= 720, `720: the page scrolls sideways (${width}px)`);
   await narrow.page.close();
