@@ -216,27 +216,36 @@ pub fn RandomPick() -> impl IntoView {
 pub fn ParamControls() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let p = ctx.player;
-    let specs = Memo::new(move |_| {
-        let id = p.scenario_id.get();
-        p.cluster.with(|c| crate::cluster::specs_for(&id, c))
-    });
+    let specs = specs_memo(p);
     move || {
         let specs = specs.get();
         let shown: Vec<ParamSpec> = specs.into_iter().filter(|s| is_control(s) && !s.is_setting()).collect();
         (!shown.is_empty()).then(|| {
             view! {
-                <div class="kh-params">
-                    {shown
-                        .iter()
-                        .map(|spec| {
-                            let only = only_for(spec, &shown);
-                            view! { <ParamControl spec=spec.clone() only=only/> }
-                        })
-                        .collect_view()}
-                </div>
+                <div class="kh-params">{param_controls(&shown, &shown)}</div>
             }
         })
     }
+}
+
+/// The scenario's parameter specs (a pasted cluster's depend on it).
+fn specs_memo(p: crate::player::Player) -> Memo<Vec<ParamSpec>> {
+    Memo::new(move |_| {
+        let id = p.scenario_id.get();
+        p.cluster.with(|c| crate::cluster::specs_for(&id, c))
+    })
+}
+
+/// A control for each of `shown`, each saying when it applies in the
+/// words of the controls among `all` that decide it.
+fn param_controls(shown: &[ParamSpec], all: &[ParamSpec]) -> impl IntoView {
+    shown
+        .iter()
+        .map(|spec| {
+            let only = only_for(spec, all);
+            view! { <ParamControl spec=spec.clone() only=only/> }
+        })
+        .collect_view()
 }
 
 /// Whether the parameter is shown as a control of its own (demos, the
@@ -254,10 +263,7 @@ fn is_control(s: &ParamSpec) -> bool {
 pub fn Settings() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let p = ctx.player;
-    let specs = Memo::new(move |_| {
-        let id = p.scenario_id.get();
-        p.cluster.with(|c| crate::cluster::specs_for(&id, c))
-    });
+    let specs = specs_memo(p);
     let summary = Memo::new(move |_| specs.with(|all| p.shown(|ps| ps.settings_summary(all))));
     // Kept here, not in the element, so a scenario's new controls do not
     // fold what the reader opened.
@@ -273,15 +279,7 @@ pub fn Settings() -> impl IntoView {
                         <span class="kh-settings-name">"Settings"<span class="kh-sr">": "</span></span>
                         <span class="kh-settings-now" data-testid="settings-summary">{move || summary.get()}</span>
                     </summary>
-                    <div class="kh-params kh-settings-body">
-                        {settings
-                            .iter()
-                            .map(|spec| {
-                                let only = only_for(spec, &all);
-                                view! { <ParamControl spec=spec.clone() only=only/> }
-                            })
-                            .collect_view()}
-                    </div>
+                    <div class="kh-params kh-settings-body">{param_controls(&settings, &all)}</div>
                     <RandomPick/>
                 </details>
             }

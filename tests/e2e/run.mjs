@@ -1357,6 +1357,35 @@ await test('narrow: Embed, Present and Presenter view fold behind one "Share and
   await page.close();
 });
 
+await test('words: the step\'s terms are buttons under the narration that open the core\'s definitions, by keyboard too; the transcript ends with a glossary', async () => {
+  const { page, errors } = await open('#/nodeport-loadbalancer/2/end');
+  const words = page.locator('.kh-narration .kh-words');
+  const names = (await words.locator('.kh-words-list button').allTextContents()).map((t) => t.trim());
+  check(names.includes('DNAT') && names.includes('SNAT') && names.includes('conntrack'), `step 2's words: ${names.join(', ')}`);
+  const dnat = words.getByRole('button', { name: 'DNAT', exact: true });
+  check(await dnat.getAttribute('aria-expanded') === 'false', 'DNAT starts open');
+  await dnat.focus();
+  await page.keyboard.press('Enter');
+  check(await dnat.getAttribute('aria-expanded') === 'true', 'Enter does not open DNAT');
+  const def = await page.textContent('#kh-word-def');
+  check(def.startsWith('DNAT: ') && def.includes('rewrites where a packet is going'), `definition: ${def}`);
+  await page.keyboard.press('Enter');
+  check(await dnat.getAttribute('aria-expanded') === 'false' && (await page.textContent('#kh-word-def')).trim() === '', 'a second press does not fold it');
+  // Step 1 changes the Service, no packet is rewritten: no DNAT there.
+  await page.evaluate(() => { location.hash = '#/nodeport-loadbalancer/1/end'; });
+  await page.waitForFunction(() => document.querySelector('.kh').dataset.step === '1');
+  const first = (await words.locator('.kh-words-list button').allTextContents()).map((t) => t.trim());
+  check(!first.includes('DNAT'), `step 1 names DNAT: ${first.join(', ')}`);
+  const t = await open('#/nodeport-loadbalancer/2?view=transcript');
+  await t.page.waitForSelector('[data-testid=transcript]');
+  const glossary = await t.page.textContent('.kh-tglossary');
+  check(glossary.includes('DNAT') && glossary.includes('rewrites where a packet is going'), `transcript glossary: ${glossary.slice(0, 200)}`);
+  check((await t.page.locator('.kh-twords').count()) >= 2, 'the transcript does not name the steps\' words');
+  check(errors.length === 0 && t.errors.length === 0, `console errors: ${[...errors, ...t.errors].join(' | ')}`);
+  await page.close();
+  await t.page.close();
+});
+
 await test('no request leaves the page origin', async () => {
   check(outside.length === 0, `outside requests: ${outside.join(', ')}`);
 });
