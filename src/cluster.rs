@@ -54,6 +54,15 @@ pub fn specs_for(id: &str, cluster: &ClusterRead) -> Vec<ParamSpec> {
     }
 }
 
+/// The sample cluster: the CLI's fixture (three nodes, two Pods, five
+/// Services), the nodes and Pods, then the Services and slices.
+const SAMPLE: &str = concat!(
+    include_str!("../crates/kubehops-cli/tests/fixtures/cluster/cluster.yaml"),
+    "\n---\n",
+    include_str!("../crates/kubehops-cli/tests/fixtures/cluster/shop.json")
+);
+const SAMPLE_NAME: &str = "sample-cluster.yaml";
+
 /// The paste box and what was read, shown on the scenario "Your cluster".
 #[component]
 pub fn PastePanel() -> impl IntoView {
@@ -130,6 +139,12 @@ pub fn PastePanel() -> impl IntoView {
     };
     let hidden = Memo::new(move |_| p.pasted.with(|t| (t.len() > SHOW_MAX).then(|| t.len())));
     let clear = move |_| take("STDIN".into(), String::new());
+    // The CLI's own test cluster, one click away for a reader with no
+    // cluster at hand: read and played as a paste would be.
+    let sample = move |_| {
+        fold_when_read.set(true);
+        take(SAMPLE_NAME.into(), SAMPLE.into());
+    };
     let read_file = move |file: web_sys::File| {
         let Ok(reader) = web_sys::FileReader::new() else { return };
         let name = file.name();
@@ -243,6 +258,7 @@ pub fn PastePanel() -> impl IntoView {
                         <input type="file" accept=".yaml,.yml,.json,application/json,text/yaml" on:change=on_file/>
                     </label>
                     <span class="kh-muted">{format!("Up to {} MB.", kubehops_core::worker::MAX_PASTE_BYTES >> 20)}</span>
+                    <button type="button" class="kh-btn kh-btn-small" data-testid="paste-sample" on:click=sample>"Try a sample cluster"</button>
                 </div>
                 {problem}
             </div>

@@ -12,18 +12,19 @@ use leptos::prelude::*;
 pub fn Controls() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let p = ctx.player;
-    let at_first = move || p.step.get() == 0;
-    let at_last = move || p.step.get() + 1 >= p.steps();
+    let nothing = move || p.nothing_to_play();
+    let at_first = move || p.step.get() == 0 || nothing();
+    let at_last = move || p.step.get() + 1 >= p.steps() || nothing();
     let play_label = move || if p.playing.get() { "Pause" } else { "Play" };
     view! {
         <div class="kh-controls" role="group" aria-label="Playback">
-            <button type="button" class="kh-btn" aria-label="Restart" aria-keyshortcuts="Home" title="Restart from step 1 (Home)" on:click=move |_| p.restart()>
+            <button type="button" class="kh-btn" aria-label="Restart" aria-keyshortcuts="Home" title="Restart from step 1 (Home)" disabled=nothing on:click=move |_| p.restart()>
                 <Icon d="M6 5v14M19 5 9 12l10 7z"/><span class="kh-btn-text">"Restart"</span>
             </button>
             <button type="button" class="kh-btn" aria-label="Previous step" aria-keyshortcuts="ArrowLeft PageUp" title="Previous step (← or Page Up)" disabled=at_first on:click=move |_| p.previous()>
                 <Icon d="M15 5 8 12l7 7"/><span class="kh-btn-text">"Previous"</span>
             </button>
-            <button type="button" class="kh-btn kh-btn-primary" aria-label=play_label aria-keyshortcuts="Space" title="Play or pause (Space)" on:click=move |_| p.toggle()>
+            <button type="button" class="kh-btn kh-btn-primary" aria-label=play_label aria-keyshortcuts="Space" title="Play or pause (Space)" disabled=nothing on:click=move |_| p.toggle()>
                 {move || if p.playing.get() { view! { <Icon d="M7 5h3v14H7zM14 5h3v14h-3z"/> } } else { view! { <Icon d="M7 4.5v15L19.5 12z"/> } }}
                 <span class="kh-btn-text">{play_label}</span>
             </button>
@@ -128,6 +129,8 @@ pub fn StepIndicator() -> impl IntoView {
                                         class:current=move || p.step.get() == i
                                         class:past=move || { p.step.get() > i }
                                         aria-current=move || (p.step.get() == i).then_some("step")
+                                        // Your cluster before a paste: no step has a hop to show.
+                                        disabled=move || p.nothing_to_play() && p.step.get() != i
                                         on:click=move |_| p.go_to(i)
                                     >
                                         <span class="kh-sr">"Step "</span>

@@ -55,7 +55,7 @@ pub fn what_if_label(ctx: Ctx) -> String {
     ctx.with_scenario(|s| s.what_if.as_ref().map_or_else(|| "what if".to_string(), |w| format!("what if: {w}")))
 }
 
-/// An actor's short label (`Pod web-x2klp`, `Node-2`).
+/// An actor's short label (`Pod web-6b8f9c7d5-x2klp`, `Node-2`).
 pub fn short_label(ctx: Ctx, id: ActorId) -> String {
     ctx.with_scenario(|s| s.actor(id).map(|a| a.short.clone()).unwrap_or_default())
 }
@@ -130,7 +130,12 @@ pub fn HopDetail() -> impl IntoView {
     let body = move || {
         let Some((t, packet, class, n)) = told.get() else {
             let n = ctx.with_step(|st| st.hops.len()).unwrap_or(0);
-            return view! { <p class="kh-muted-html">{format!("{n} hops. Press Play, or choose a hop below.")}</p> }.into_any();
+            let text = match n {
+                0 => "Nothing moves in this step.".to_string(),
+                1 => "1 hop. Press Play to send it.".to_string(),
+                n => format!("{n} hops. Press Play, or choose a hop below."),
+            };
+            return view! { <p class="kh-muted-html">{text}</p> }.into_any();
         };
         let what_if = what_if_label(ctx);
         let table = packet.clone().map(|pk| {

@@ -559,6 +559,13 @@ impl Player {
         self.scenario.with(|s| s.steps.len())
     }
 
+    /// Whether no step has a hop to play (Your cluster before a paste):
+    /// then Play, the steps and their keys do nothing, and say so by
+    /// being disabled.
+    pub fn nothing_to_play(&self) -> bool {
+        self.scenario.with(|s| s.steps.iter().all(|st| st.hops.is_empty()))
+    }
+
     // The transitions read untracked: they run from event handlers and the
     // clock, and must not subscribe whatever reactive scope calls them.
     fn n_steps(&self) -> usize {
@@ -585,7 +592,10 @@ impl Player {
     pub fn go_to(&self, step: usize) {
         let step = step.min(self.n_steps().saturating_sub(1));
         self.step.set(step);
-        if self.reduced_motion.get_untracked() && !self.playing.get_untracked() {
+        if untrack(|| self.nothing_to_play()) {
+            self.playing.set(false);
+            self.progress.set(0.0);
+        } else if self.reduced_motion.get_untracked() && !self.playing.get_untracked() {
             self.progress.set(self.n_hops(step) as f64);
         } else {
             self.progress.set(0.0);
@@ -611,12 +621,15 @@ impl Player {
         self.step.set(0);
         self.progress.set(0.0);
         self.continuous.set(true);
-        self.playing.set(true);
+        self.playing.set(!untrack(|| self.nothing_to_play()));
     }
 
     pub fn toggle(&self) {
         if self.playing.get_untracked() {
             self.playing.set(false);
+            return;
+        }
+        if untrack(|| self.nothing_to_play()) {
             return;
         }
         let (s, n) = (self.step.get_untracked(), self.n_hops(self.step.get_untracked()));

@@ -183,7 +183,7 @@ await test('the canvas is an image labelled with what the frame shows', async ()
   check(/^Step 2 of 5, Dial Node-2: hop 2 of 6, request from Node-2 to Node-3, DNAT to 10\.244\.3\.9:8080, SNAT to 10\.0\.0\.12:\d+$/.test(label), `label: ${label}`);
   await page.keyboard.press('.');
   const next = await svg.getAttribute('aria-label');
-  check(next.includes('hop 3 of 6, request from Node-3 to Pod web-q7rtm'), `after '.': ${next}`);
+  check(next.includes('hop 3 of 6, request from Node-3 to Pod web-6b8f9c7d5-q7rtm'), `after '.': ${next}`);
   await page.close();
 });
 

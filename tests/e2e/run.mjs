@@ -478,19 +478,19 @@ await test('a hop past the end of a step shows its end and says so', async () =>
 
 await test('hops are named by short labels; what-if hops are marked in the list and in their names', async () => {
   const { page, errors } = await open('#/nodeport-loadbalancer/2/3');
-  // Canvas Pod boxes use the short label; the full name stays in the title.
+  // Canvas Pod boxes carry the Pod's own name, as kubectl prints it; the title says it too.
   const podLabels = await page.locator('.kh-pod .kh-label').allTextContents();
-  check(podLabels.includes('Pod web-x2klp') && podLabels.includes('Pod web-q7rtm'), `pod labels: ${podLabels.join(' | ')}`);
+  check(podLabels.includes('Pod web-6b8f9c7d5-x2klp') && podLabels.includes('Pod web-6b8f9c7d5-q7rtm'), `pod labels: ${podLabels.join(' | ')}`);
   check((await page.locator('.kh-pod title').allTextContents()).some((t) => /^Pod web-[0-9a-z]+-q7rtm$/.test(t)), 'full Pod name missing from the title');
   // The hop heading: "Hop 3 of 6:" then the route, with no leading separator.
   const head = (await page.textContent('.kh-hop-head')).replace(/\s+/g, ' ').trim();
-  check(head.includes('Hop 3 of 6:') && head.includes('Node-3') && head.includes('Pod web-q7rtm'), `heading: ${head}`);
+  check(head.includes('Hop 3 of 6:') && head.includes('Node-3') && head.includes('Pod web-6b8f9c7d5-q7rtm'), `heading: ${head}`);
   check(!/ · /.test(head), `heading still uses a separator: ${head}`);
   const route = page.locator('.kh-hop-route');
   check(!(await route.textContent()).trim().startsWith('·'), 'route starts with a separator');
   // The hop list shows the route with short labels too.
   const item3 = page.locator('.kh-hopbtn').nth(2);
-  check((await item3.textContent()).includes('Node-3 → Pod web-q7rtm'), `hop list: ${await item3.textContent()}`);
+  check((await item3.textContent()).includes('Node-3 → Pod web-6b8f9c7d5-q7rtm'), `hop list: ${await item3.textContent()}`);
   await page.close();
   // Step 4 has what-if hops (ipMode VIP): chip in the list, and said in the name.
   const p4 = await open('#/nodeport-loadbalancer/4/end');

@@ -58,7 +58,11 @@ fn check_transcript(s: &Scenario) {
             for (r, row) in p.rewrites.iter().zip(&rewrites) {
                 assert!(row.text.contains(&r.to.to_string()) && row.text.contains(&r.from.to_string()), "{at}: {}", row.text);
                 match (r.kind, p.by_conntrack) {
-                    (RewriteKind::Balancer, _) => assert!(row.text.contains("by the balancer"), "{at}: {}", row.text),
+                    (RewriteKind::Balancer, _) => {
+                        // Named once, as the balancer calls itself: not "the balancer Load balancer".
+                        let name = s.actor(h.from).map(|a| a.short.to_lowercase()).unwrap_or_default();
+                        assert!(row.text.ends_with(&format!("by the {name}")) && !row.text.contains("balancer L"), "{at}: {}", row.text);
+                    }
                     (_, true) | (RewriteKind::UnDnat | RewriteKind::UnSnat, _) => assert!(row.text.contains("conntrack"), "{at}: {}", row.text),
                     _ => {
                         // A rule's NAT names the very rule: the matched rule whose target rewrites this field.

@@ -259,9 +259,14 @@ pub fn build(p: &Params) -> Scenario {
     let mut rec = Recorder::new("booking.yaml", &booking(ServiceType::NodePort, Some(NODE_PORT), lab.local));
     host_to_pod(&mut w, &mut rec, lab);
     not_for_production(&mut w, &mut rec, lab);
+    let why_not = rec.steps.len() - 1;
     no_controller(&mut w, &mut rec, lab);
     metallb(&mut w, &mut rec, lab);
+    let gateway_step = rec.steps.len();
     envoy_gateway(&mut w, &mut rec, lab);
+    // "Not for production" points to the step where the gateway comes, by its number as the reader sees it.
+    let title = rec.steps.get(gateway_step).map(|st| st.title.clone()).unwrap_or_default();
+    rec.steps[why_not].narration.push_str(&format!(" (step {}, {title}).", gateway_step + 1));
     Scenario { comparison: Some(comparison()), ..Scenario::recorded(ENTRY.id, ENTRY.title, p, &w, rec.steps) }
 }
 
@@ -386,7 +391,7 @@ fn not_for_production(w: &mut World, rec: &mut Recorder, lab: Lab) {
     rec.manifest.lines = super::manifest_yaml(&booking(ServiceType::NodePort, Some(NODE_PORT), lab.local));
     let st = rec.steps.last_mut().expect("just recorded");
     st.narration = format!(
-        "Fine for a lab, poor at the edge of production, for three reasons. The port range: asking for nodePort 80, the port browsers use, is refused ({refused}); node ports are high ports, so users would have to type :{NODE_PORT}. Every node: curl http://{worker_ip}:{NODE_PORT}, the worker's own address, which Docker maps nothing to, is {} there as well, because the port is open on every node of the cluster; each node is exposed and has to be firewalled. No layer 7: the rules that carried the request matched its address and port only. Nothing read its Host header, so there is no routing by host or path, no TLS termination, no rewriting; that takes a proxy that speaks HTTP (stage 6).",
+        "Fine for a lab, poor at the edge of production, for three reasons. The port range: asking for nodePort 80, the port browsers use, is refused ({refused}); node ports are high ports, so users would have to type :{NODE_PORT}. Every node: curl http://{worker_ip}:{NODE_PORT}, the worker's own address, which Docker maps nothing to, is {} there as well, because the port is open on every node of the cluster; each node is exposed and has to be firewalled. No layer 7: the rules that carried the request matched its address and port only. Nothing read its Host header, so there is no routing by host or path, no TLS termination, no rewriting; that takes a proxy that speaks HTTP",
         if answered { "answered" } else { "caught by the node's rules" }
     );
     st.evidence = evidence(w);

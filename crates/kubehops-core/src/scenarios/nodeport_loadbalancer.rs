@@ -175,7 +175,7 @@ fn narrate_dial_node(w: &World, rec: &mut Recorder, node2: std::net::Ipv4Addr) {
         .find(|p| Some(p.ip) == target_ip)
         .and_then(|p| w.actors.node(&p.node_name))
         .map_or("its node".into(), |a| w.actors.short(a).to_string());
-    let chains = ProxyWords::of(w).node_port_path();
+    let chains = ProxyWords::of(w).node_port_path(&web_chains(w, dnat.and_then(|p| p.decided_on)));
     st.narration = format!(
         "No balancer is needed: a client that can reach the nodes' network (here the laptop, over a VPN) dials {node2}:31000, Node-2's own address. Node-2 runs no web Pod, but {chains}, which picks {target}. {node} DNATs to that Pod, forwards the packet over the cluster network to {pod_node}, and SNATs the source to its own address {snat} so the reply comes back through it. The price: the Pod sees {snat}, not the client; externalTrafficPolicy: Local would keep the client's address but use only Pods on the node that was dialled. On the way back conntrack on {node} undoes both rewrites: the laptop sees an answer from {node2}:31000."
     );
@@ -241,7 +241,7 @@ fn balancer_steps(w: &mut World, rec: &mut Recorder, seed: Option<u64>, lb_ip: s
                     "The controller left ipMode unset, which kube-proxy reads as VIP, so it is ready for them: it wrote {} (the load balancer IP), which {} {} of the node port, and the rest is the same. The same rule lets Pods in the cluster that dial {lb_ip} reach web without leaving their node.",
                     ProxyWords::of(&w).address_rule(SockAddr::new(lb_ip, 80)),
                     ProxyWords::of(&w).hands_to(),
-                    ProxyWords::of(&w).external_chain()
+                    ProxyWords::of(&w).external_chain(&web_chains(&w, hops4.iter().find(|h| !h.what_if && w.node_index(h.to).is_some()).map(|h| h.to)))
                 )
             } else {
                 "No rule of kube-proxy matches that address, so such a packet would not reach a Pod.".to_string()
@@ -262,6 +262,12 @@ fn balancer_steps(w: &mut World, rec: &mut Recorder, seed: Option<u64>, lb_ip: s
     rec.steps.push(super::Step { title: "Node-1 DNATs".into(), narration, manifest: unchanged, hops: hops5, views: views5, evidence: vec![], snapshot });
 }
 
+/// The web Service's chains on `node` (its external chain, then its own),
+/// for the narration to name them as that node's rules do.
+fn web_chains(w: &World, node: Option<crate::sim::ActorId>) -> Vec<String> {
+    node.and_then(|n| w.node_index(n)).map(|i| w.rules[i].port_chains("default", "web", true)).unwrap_or_default()
+}
+
 fn narrate_pick(w: &World, pick: Option<&PacketHop>, outcome: &Outcome, lb_ip: std::net::Ipv4Addr) -> String {
     match (pick, outcome) {
         (Some(p), Outcome::Answered { .. }) => {
@@ -272,7 +278,7 @@ fn narrate_pick(w: &World, pick: Option<&PacketHop>, outcome: &Outcome, lb_ip: s
             format!(
                 "On {node}, {} leads to {}, which DNATs to {}{}. The balancer only chose the node: under externalTrafficPolicy: Cluster the rule picks from every ready Pod, so it could just as well have picked {}. The packet is masqueraded too, so the Pod sees it come from {}, not from the client. The reply goes back through {node}, where conntrack restores the node port, and through the balancer, which restores {lb_ip}:80. One public address has reached a private Pod.",
                 ProxyWords::of(w).node_port_rule(31000),
-                ProxyWords::of(w).service_chain(),
+                ProxyWords::of(w).service_chain(&web_chains(w, p.decided_on)),
                 p.after.dst,
                 if local { ", the Pod on this very node" } else { "" },
                 if others.is_empty() { "no other Pod".into() } else { list(&others) },

@@ -146,6 +146,26 @@ impl ParamSpec {
         spec
     }
 
+    /// Whether the parameter sets how the cluster is built and shown
+    /// (kube-proxy's mode, the Pod network, TCP packet by packet, seeded
+    /// picks) rather than which story is told (a Service type, a client):
+    /// the page folds these into one settings disclosure.
+    pub fn is_setting(&self) -> bool {
+        matches!(self.kind, ParamKind::Seed) || [PROXY_MODE, POD_NETWORK, HANDSHAKE].contains(&self.key.as_str())
+    }
+
+    /// What a setting is set to, in a word or two for the settings'
+    /// summary line: `iptables`, `VXLAN`, `packet by packet`, `seed 42`.
+    pub fn summary(&self, p: &Params) -> Option<String> {
+        match (&self.kind, self.key.as_str()) {
+            (ParamKind::Seed, _) => Some(p.seed().map_or_else(|| "fixed picks".to_string(), |s| format!("seed {s}"))),
+            (_, PROXY_MODE) => Some(p.proxy_mode().as_str().to_string()),
+            (_, POD_NETWORK) => Some(if matches!(p.pod_network(), PodNetwork::Routed) { "routed" } else { "VXLAN" }.to_string()),
+            (_, HANDSHAKE) => Some(if p.handshake() { "packet by packet" } else { "whole requests" }.to_string()),
+            _ => None,
+        }
+    }
+
     /// The same parameter, offered only while `key` has one of `values`.
     pub fn when(mut self, key: &str, values: &[&str]) -> ParamSpec {
         self.when.push((key.into(), values.iter().map(|v| v.to_string()).collect()));
@@ -258,6 +278,12 @@ pub struct Params {
 }
 
 impl Params {
+    /// The settings' summary line: `iptables · routed · whole requests ·
+    /// fixed picks`, each setting of `specs` in their order.
+    pub fn settings_summary(&self, specs: &[ParamSpec]) -> String {
+        specs.iter().filter(|s| s.is_setting()).filter_map(|s| s.summary(self)).collect::<Vec<_>>().join(" · ")
+    }
+
     pub fn defaults(specs: &[ParamSpec]) -> Params {
         Params { values: specs.iter().map(|s| (s.key.clone(), s.default_value())).collect() }
     }
@@ -419,5 +445,20 @@ mod tests {
         // Normalizing drops what a scenario does not declare.
         let odd = Params::default().with("tab", Value::Choice("zzz".into())).with("other", Value::Toggle(true));
         assert_eq!(odd.normalized(&s), Params::defaults(&s));
+    }
+
+    #[test]
+    fn the_settings_sum_up_in_one_line_and_the_story_choices_stay_out() {
+        let specs = vec![ParamSpec::choice("tab", "Type", ChoiceStyle::Tabs, vec![Choice::new("a", "A")]), ParamSpec::proxy_mode(ProxyMode::Iptables), ParamSpec::pod_network(PodNetwork::Routed), ParamSpec::handshake(), ParamSpec::seed()];
+        let settings: Vec<&str> = specs.iter().filter(|s| s.is_setting()).map(|s| s.key.as_str()).collect();
+        assert_eq!(settings, [PROXY_MODE, POD_NETWORK, HANDSHAKE, "seed"]);
+        let d = Params::defaults(&specs);
+        assert_eq!(d.settings_summary(&specs), "iptables · routed · whole requests · fixed picks");
+        let p = d
+            .with(PROXY_MODE, Value::Choice("nftables".into()))
+            .with(POD_NETWORK, Value::Choice(VXLAN.into()))
+            .with(HANDSHAKE, Value::Toggle(true))
+            .with("seed", Value::Seed(Some(42)));
+        assert_eq!(p.settings_summary(&specs), "nftables · VXLAN · packet by packet · seed 42");
     }
 }

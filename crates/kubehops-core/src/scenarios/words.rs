@@ -43,19 +43,23 @@ impl ProxyWords {
         }
     }
 
-    /// The chain shared by a Service's outside addresses: `the KUBE-EXT chain`.
-    pub fn external_chain(self) -> &'static str {
+    /// The chain shared by a Service's outside addresses: `the KUBE-EXT
+    /// chain`; in nftables mode the chain's own name (its `external-`
+    /// chain, named for the Service's port), from `chains` as
+    /// [`crate::dataplane::proxy::NodeTables::port_chains`] gives them.
+    pub fn external_chain(self, chains: &[String]) -> String {
         match self.0 {
-            ProxyMode::Iptables => "the KUBE-EXT chain",
-            ProxyMode::Nftables => "the external- chain",
+            ProxyMode::Iptables => "the KUBE-EXT chain".into(),
+            ProxyMode::Nftables => named(chains, "external-", "the Service's external chain"),
         }
     }
 
-    /// The chain that picks an endpoint: `KUBE-SVC`.
-    pub fn service_chain(self) -> &'static str {
+    /// The chain that picks an endpoint: `the KUBE-SVC chain`, or in
+    /// nftables mode the Service port's own `service-` chain, by name.
+    pub fn service_chain(self, chains: &[String]) -> String {
         match self.0 {
-            ProxyMode::Iptables => "the KUBE-SVC chain",
-            ProxyMode::Nftables => "the service- chain",
+            ProxyMode::Iptables => "the KUBE-SVC chain".into(),
+            ProxyMode::Nftables => named(chains, "service-", "the Service's own chain"),
         }
     }
 
@@ -70,11 +74,13 @@ impl ProxyWords {
     /// A node port's way to the pick under externalTrafficPolicy: Cluster,
     /// as a clause: `its KUBE-NODEPORTS rule jumps to KUBE-EXT, which marks
     /// the packet for masquerade …, and on to KUBE-SVC`.
-    pub fn node_port_path(self) -> String {
+    pub fn node_port_path(self, chains: &[String]) -> String {
         match self.0 {
             ProxyMode::Iptables => "its KUBE-NODEPORTS rule jumps to KUBE-EXT, which marks the packet for masquerade (externalTrafficPolicy: Cluster), and on to KUBE-SVC".into(),
             ProxyMode::Nftables => format!(
-                "its verdict map {SERVICE_NODEPORTS} sends the port to the Service's external- chain, which marks the packet for masquerade (externalTrafficPolicy: Cluster) and goes to its service- chain"
+                "its verdict map {SERVICE_NODEPORTS} sends the port to {}, which marks the packet for masquerade (externalTrafficPolicy: Cluster) and goes to {}",
+                self.external_chain(chains),
+                self.service_chain(chains)
             ),
         }
     }
@@ -111,4 +117,10 @@ mod tests {
         assert_eq!(nft.address_rule(a), "an element 10.96.0.50 . tcp . 80 in the verdict map service-ips");
         assert_eq!(ipt.address_rule(a), "a KUBE-SERVICES rule for 10.96.0.50:80");
     }
+}
+
+/// `the chain NAME` for the first of `chains` that starts with `prefix`,
+/// or `otherwise` where the node has none (a Service not yet synced).
+fn named(chains: &[String], prefix: &str, otherwise: &str) -> String {
+    chains.iter().find(|c| c.starts_with(prefix)).map_or_else(|| otherwise.to_string(), |c| format!("the chain {c}"))
 }

@@ -81,14 +81,14 @@ pub fn caption(s: &Scenario, step: usize, current: Option<usize>) -> Caption {
             let what_if = if h.what_if { s.what_if.as_ref().map_or_else(|| " · what if".to_string(), |w| format!(" · what if: {w}")) } else { String::new() };
             Caption { head: format!("Hop {} of {n} · {}{what_if}", i + 1, kind_name(h)), text: h.detail.clone() }
         }
-        None if n == 0 => Caption { head: format!("Step {} of {} · {}", step + 1, s.steps.len(), st.title), text: "Nothing moves in this step: read what it says, then go on with →.".into() },
-        None if step == 0 => Caption { head: format!("Step 1 of {} · {}", s.steps.len(), st.title), text: intro(s, n) },
+        None if n == 0 => Caption { head: format!("Step {} of {} · {}", step + 1, s.steps.len(), st.title), text: format!("Nothing moves in this step: read what it says{}", go_on(s, step, ", then go on with →.", ".")) },
+        None if step == 0 => Caption { head: format!("Step 1 of {} · {}", s.steps.len(), st.title), text: intro(s, step, n) },
         None => {
             let first = &st.hops[0];
             let who = if first.from == first.to { format!("on {}", short(s, first.from)) } else { format!("from {} to {}", short(s, first.from), short(s, first.to)) };
             Caption {
                 head: format!("Step {} of {} · {}", step + 1, s.steps.len(), st.title),
-                text: format!("{n} hop{} to watch, the first {} {who}. Press Play or Space to send it; → opens the next step.", if n == 1 { "" } else { "s" }, kind_name(first)),
+                text: format!("{n} hop{} to watch, the first {} {who}. Press Play or Space to send it{}", if n == 1 { "" } else { "s" }, kind_name(first), go_on(s, step, "; → opens the next step.", ".")),
             }
         }
     }
@@ -96,7 +96,7 @@ pub fn caption(s: &Scenario, step: usize, current: Option<usize>) -> Caption {
 
 /// What the first screen says: what the picture shows, column by column
 /// as the scenario has them, and what to press.
-fn intro(s: &Scenario, hops: usize) -> String {
+fn intro(s: &Scenario, step: usize, hops: usize) -> String {
     use crate::sim::Zone;
     let has = |z: Zone| s.actors.iter().any(|a| a.zone == z);
     let mut parts = Vec::new();
@@ -112,7 +112,17 @@ fn intro(s: &Scenario, hops: usize) -> String {
         [init @ .., last] => format!("{}, then {last}", init.join(", ")),
         [] => String::new(),
     };
-    format!("The picture is the cluster: {what}. Press Play or Space to watch this step's {hops} hop{} one by one; → opens the next step.", if hops == 1 { "" } else { "s" })
+    format!("The picture is the cluster: {what}. Press Play or Space to watch this step's {hops} hop{} one by one{}", if hops == 1 { "" } else { "s" }, go_on(s, step, "; → opens the next step.", "."))
+}
+
+/// How a caption ends: with the way to the next step where there is one
+/// (`more`), else with `last` (the last step has nowhere to go).
+fn go_on(s: &Scenario, step: usize, more: &'static str, last: &'static str) -> &'static str {
+    if step + 1 < s.steps.len() {
+        more
+    } else {
+        last
+    }
 }
 
 /// A file name for the frame, without its extension:
@@ -164,5 +174,18 @@ mod tests {
         let third = announcement(&s, 1, Some(2));
         assert!(third.starts_with("Hop 3 of 6: ") && third.ends_with(&st.hops[2].detail), "{third}");
         assert_eq!(announcement(&s, 99, None), "");
+    }
+
+    #[test]
+    fn only_a_step_with_a_next_one_points_to_it() {
+        use crate::scenarios::REGISTRY;
+        for e in REGISTRY {
+            let s = build_default(e.about.id).unwrap();
+            let last = s.steps.len().saturating_sub(1);
+            for step in 0..s.steps.len() {
+                let text = caption(&s, step, None).text;
+                assert_eq!(text.contains("→"), step < last, "{} step {}: {text}", e.about.id, step + 1);
+            }
+        }
     }
 }

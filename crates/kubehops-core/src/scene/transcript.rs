@@ -188,12 +188,23 @@ pub fn rewrite_text(s: &Scenario, h: &Hop, p: &PacketHop, r: &Rewrite) -> String
     let node = p.decided_on.map(|n| short(s, n));
     let on = node.as_ref().map(|n| format!(" on {n}")).unwrap_or_default();
     let by = match (r.kind, p.by_conntrack, rule_for(p, r)) {
-        (RewriteKind::Balancer, _, _) => format!("by the balancer {}", short(s, h.from)),
+        // The balancer's own name says what it is ("Load balancer").
+        (RewriteKind::Balancer, _, _) => format!("by the {}", lower_first(&short(s, h.from))),
         (_, true, _) | (RewriteKind::UnDnat | RewriteKind::UnSnat, _, _) => format!("by the conntrack entry{on}"),
         (_, false, Some(m)) => format!("by rule {} ({}){on}: {}", m.line, table_name(m.table), m.text),
         (_, false, None) => format!("by the rules{on}"),
     };
     format!("{head}, {by}")
+}
+
+/// `Load balancer` → `load balancer`, for a name inside a sentence; a name
+/// that starts with an acronym (`ELB`, `VIP`) keeps its capitals.
+fn lower_first(name: &str) -> String {
+    let mut chars = name.chars();
+    match (chars.next(), chars.next()) {
+        (Some(a), Some(b)) if a.is_uppercase() && !b.is_uppercase() => a.to_lowercase().chain(name.chars().skip(1)).collect(),
+        _ => name.to_string(),
+    }
 }
 
 fn hop_rows(s: &Scenario, h: &Hop) -> Vec<Row> {

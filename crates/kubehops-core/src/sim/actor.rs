@@ -120,7 +120,7 @@ pub struct Actor {
     pub zone: Zone,
     /// The full name (`web-6b8f9c7d5-x2klp`, `cloud-controller-manager`).
     pub label: String,
-    /// A label short enough for the canvas and hop headings (`Pod web-x2klp`).
+    /// The label on the canvas and in hop headings: the kind and the name (`Pod web-6b8f9c7d5-x2klp`, `Node-2`).
     pub short: String,
     /// An address or role under the label.
     pub sublabel: String,

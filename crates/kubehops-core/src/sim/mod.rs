@@ -211,7 +211,9 @@ impl World {
         } else {
             ActorKind::Pod
         };
-        let short = if kind == ActorKind::Gateway { "Pod envoy".to_string() } else { format!("Pod {}", short_pod_name(&p.name)) };
+        // The Pod's own name, as kubectl and the canvas print it: a shorter
+        // one would name the same Pod two ways.
+        let short = if kind == ActorKind::Gateway { "Pod envoy".to_string() } else { format!("Pod {}", p.name) };
         let mut a = Actor::component(kind, Zone::Cluster, &p.name, &short, &format!("{}:{}", p.ip, p.container_port)).at(p.ip);
         a.parent = self.actors.node(&p.node_name);
         a.object = Some(ObjectRef::new(&p.namespace, &p.name));
@@ -231,7 +233,7 @@ impl World {
     /// address of its own; it answers ARP on the node's interface.
     pub fn add_speaker(&mut self, i: usize, pod_name: &str) -> Option<ActorId> {
         let node = self.node_actor(i)?;
-        let mut a = Actor::component(ActorKind::Speaker, Zone::Cluster, pod_name, &format!("Pod {}", short_pod_name(pod_name)), "host network");
+        let mut a = Actor::component(ActorKind::Speaker, Zone::Cluster, pod_name, &format!("Pod {pod_name}"), "host network");
         a.parent = Some(node);
         a.object = Some(ObjectRef::new("metallb-system", pod_name));
         Some(self.actors.add(a))
@@ -681,7 +683,7 @@ impl World {
         pod.ready = ready;
         let node_name = pod.node_name.clone();
         let (Some(node), Some(api)) = (self.actors.node(&node_name), self.first(ActorKind::ApiServer)) else { return };
-        let short = short_pod_name(name);
+        let short = name.to_string();
         let (caption, state) = if ready { (format!("{short}: Ready"), "passes its readiness probe again") } else { (format!("{short}: not Ready"), "fails its readiness probe") };
         self.push(Hop::message(
             node,
@@ -725,24 +727,6 @@ pub fn display_node(name: &str) -> String {
     }
 }
 
-/// `web-6b8f9c7d5-x2klp` → `web-x2klp`: the Deployment's name and the
-/// Pod's own suffix, without the ReplicaSet hash in between. Names that do
-/// not look like a Deployment's Pods are kept.
-pub fn short_pod_name(name: &str) -> String {
-    let parts: Vec<&str> = name.split('-').collect();
-    let hash = parts.len() >= 3 && is_replica_set_hash(parts[parts.len() - 2]);
-    if !hash {
-        return name.to_string();
-    }
-    let keep: Vec<&str> = parts[..parts.len() - 2].iter().chain(parts.last()).copied().collect();
-    keep.join("-")
-}
-
-/// A ReplicaSet's pod-template-hash: 6 to 10 lower-case letters and digits.
-fn is_replica_set_hash(s: &str) -> bool {
-    (6..=10).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) && s.bytes().any(|b| b.is_ascii_digit())
-}
-
 /// Whether a Service answers on a cluster IP (not headless, not ExternalName).
 pub fn has_cluster_ip(s: &Service) -> bool {
     !s.spec.headless && s.spec.type_ != ServiceType::ExternalName && s.spec.cluster_ip.is_some()
@@ -754,12 +738,6 @@ mod tests {
 
     #[test]
     fn names_on_the_canvas() {
-        assert_eq!(short_pod_name("web-6b8f9c7d5-x2klp"), "web-x2klp");
-        assert_eq!(short_pod_name("my-app-6b8f9c7d5-x2klp"), "my-app-x2klp");
-        assert_eq!(short_pod_name("web"), "web");
-        assert_eq!(short_pod_name("web-0"), "web-0");
-        assert_eq!(short_pod_name("coredns-5d78c9869d-4hx2p"), "coredns-4hx2p");
-        assert_eq!(short_pod_name("apollo11-control-plane"), "apollo11-control-plane", "not a Deployment's Pod");
         assert_eq!(display_node("node-2"), "Node-2");
         assert_eq!(display_node("apollo11-worker"), "apollo11-worker");
         assert_eq!(display_node("node-"), "node-");

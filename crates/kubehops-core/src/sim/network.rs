@@ -819,7 +819,7 @@ fn request_host(payload: &Option<Payload>) -> String {
 /// A node's hop in words; `walk` says what it did (`walks its nat table`).
 pub(super) fn node_caption(name: &str, to_name: &str, before: &Packet, after: &Packet, rewrites: &[Rewrite], walk: &str) -> (String, String) {
     if rewrites.is_empty() {
-        return (format!("forward → {to_name}"), format!("No rule of {name} rewrites {}; it is routed on to {to_name}.", packet_text(before)));
+        return (format!("forward → {to_name}"), format!("{name}'s rules pass {} on unchanged (none of them rewrites it), and it is routed on to {to_name}.", packet_text(before)));
     }
     let parts: Vec<String> = rewrites
         .iter()
