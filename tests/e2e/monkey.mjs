@@ -70,8 +70,6 @@ const root = resolve(args.find((a) => !ENGINES.includes(a) && !a.startsWith('--'
 const ACTIONS = Number(process.env.MONKEY_ACTIONS ?? 1000);
 const VERBOSE = process.env.MONKEY_VERBOSE === '1';
 
-if (!CHILD) await parent();
-else await child(names[0], seedArg.slice('--seeds='.length).split(',').map(Number));
 
 // ---------------------------------------------------------------- seeds and numbers
 /// A seed as a 32-bit number: an integer as it is, anything else hashed.
@@ -136,6 +134,11 @@ async function parent() {
 }
 
 // ---------------------------------------------------------------- what the reader uses
+/// What Chromium itself prints (as a console error) when a frame's
+/// permissions policy refuses the page the clipboard or full screen: the
+/// browser's report of a refusal that the page handles and says, not an
+/// error of the page. Counted apart, and printed.
+const REFUSAL = /^Permissions policy violation: (The Clipboard API has been blocked|fullscreen is not allowed)/;
 const SCENARIOS = { 'nodeport-loadbalancer': 5, 'service-types': 4, 'local-lab': 10, 'your-cluster': 3 };
 const PARAMS = {
   any: ['mode=iptables', 'mode=nftables', 'network=routed', 'network=vxlan', 'handshake=1', 'handshake=0', 'seed=#', 'theme=dark', 'theme=light',
@@ -319,7 +322,7 @@ window.__khBig = ${bigText};
       if (!shown.selected.includes('kubectl') && !shown.selected.includes('$')) throw new Error(`${said}: the command is not selected (selection "${shown.selected}")`);
     }
     if (shown.errors.length) throw new Error(`${said}; errors in the frame: ${shown.errors.join(' | ')}`);
-    const console_ = browser.drain(), net = browser.requests().filter((x) => !x.startsWith('aborted'));
+    const console_ = browser.drain().filter((c) => !REFUSAL.test(c)), net = browser.requests().filter((x) => !x.startsWith('aborted'));
     if (console_.length || net.length) throw new Error(`${said}; console: ${console_.join(' | ')}; requests: ${net.join(' | ')}`);
     return said;
   }
@@ -335,7 +338,7 @@ window.__khBig = ${bigText};
     browser.drain(); browser.requests();
     const st = { framed: false, href: '', loads: 0, motion: false, editorDone: 0 };
     const findings = [], recent = [];
-    const counts = { actions: 0, missed: 0, aborted: 0, notes: 0, printed: 0, popups: 0, loads: 0, restarts: 0, checks: 0 };
+    const counts = { refusals: 0, actions: 0, missed: 0, aborted: 0, notes: 0, printed: 0, popups: 0, loads: 0, restarts: 0, checks: 0 };
     const kinds = {};
     const E = (fn, ...a) => (st.framed ? browser.evalFrame(fn, ...a) : browser.eval(fn, ...a));
     const click = (sel) => (st.framed ? browser.clickFrame(sel) : browser.click(sel));
@@ -408,6 +411,7 @@ window.__khBig = ${bigText};
       for (const c of browser.drain()) {
         // The probe already recorded console.error calls made by the page.
         if (inPage.some((e) => e.includes(c.slice(0, 80)))) continue;
+        if (REFUSAL.test(c)) { counts.refusals++; continue; }
         finding(i, action, `console: ${c}`);
       }
       for (const q of browser.requests()) {
@@ -483,13 +487,26 @@ window.__khBig = ${bigText};
             return s.visibility !== 'hidden' && s.display !== 'none';
           });
           if (!seen.length) return null;
-          const el = seen[Math.floor(x * seen.length)];
+          // One the pointer can reach (not under a bar or a card): the
+          // chosen one, or the next few after it.
+          const reachable = (el) => {
+            el.scrollIntoView({ block: 'center', inline: 'center' });
+            const b = el.getBoundingClientRect();
+            const hit = document.elementFromPoint(b.left + b.width / 2, b.top + b.height / 2);
+            return hit && (el === hit || el.contains(hit) || hit.contains(el) || (el.labels && [...el.labels].some((l) => l.contains(hit))));
+          };
+          const first = Math.floor(x * seen.length);
+          let el = seen[first];
+          for (let k = 0; k < Math.min(6, seen.length); k++) {
+            const c = seen[(first + k) % seen.length];
+            if (reachable(c)) { el = c; break; }
+          }
           el.setAttribute('data-monkey', '');
-          el.scrollIntoView({ block: 'center', inline: 'center' });
           const words = (el.getAttribute('aria-label') || el.textContent || el.getAttribute('title') || '').replace(/\s+/g, ' ').trim().slice(0, 50);
           return `${el.tagName.toLowerCase()}${el.getAttribute('role') ? `[role=${el.getAttribute('role')}]` : ''} "${words}"`;
         }, r.next());
         if (!got) return 'click: no visible control';
+        st.doing = `click ${got}`;
         await click('[data-monkey]');
         if (/Presenter view/.test(got)) counts.popups += await browser.popups();
         return `click ${got}`;
@@ -522,7 +539,7 @@ window.__khBig = ${bigText};
         return `scroll to ${Math.round(x * 100)}%, ${Math.round(y * 100)}%`;
       },
       async wait(r) {
-        const ms = r.pick([100, 300, 800, 1500]);
+        const ms = r.pick([100, 300, 800]);
         await sleep(ms);
         return `wait ${ms} ms`;
       },
@@ -588,6 +605,7 @@ window.__khBig = ${bigText};
           if (!there) return `editor: no manifest card at ${h}`;
         }
         if (!(await E(() => !!document.querySelector('.kh-editor-text')))) {
+          st.doing = 'editor: open it';
           await click(toggle);
           const end = Date.now() + 3000;
           while (!(await E(() => !!document.querySelector('.kh-editor-text'))) && Date.now() < end) await sleep(100);
@@ -732,6 +750,7 @@ window.__khBig = ${bigText};
       counts.actions++;
       const t = Date.now();
       let action = kind;
+      st.doing = '';
       try {
         action = await within(kind === 'motion' ? 90000 : 30000, act[kind](r), kind);
       } catch (e) {
@@ -742,7 +761,8 @@ window.__khBig = ${bigText};
           // The driver could not do it (a control that moved or went,
           // a document going away): a miss, unless the browser is gone.
           counts.missed++;
-          action = `${kind} (missed: ${String(e.message ?? e).split('\n')[0].slice(0, 120)})`;
+          const why = String(e.message ?? e).split('\n');
+          action = `${st.doing || kind} (missed: ${why[0].slice(0, 120)}${VERBOSE ? ` ${why.slice(1, 6).join(' / ').slice(0, 400)}` : ''})`;
           const crash = await browser.crashed(e).catch(() => '');
           const alive = await within(5000, browser.eval(() => 1), 'alive').then(() => true, () => false);
           if (crash || !alive) {
@@ -764,8 +784,12 @@ window.__khBig = ${bigText};
     for (const f of findings) { const k = f.what.split(':')[0]; sum[k] = (sum[k] ?? 0) + 1; }
     const line = `${name}: seed ${seed}: ${counts.actions} actions in ${seconds.toFixed(1)} s, ${findings.length} finding(s)${findings.length ? ` (${Object.entries(sum).map(([k, n]) => `${k} ${n}`).join(', ')})` : ''}; ` +
       `${counts.checks} checks, ${counts.loads} loads, ${counts.missed} missed, ${counts.restarts} restarts, ${counts.aborted} aborted requests, ` +
-      `${counts.popups} windows closed, ${counts.printed} prints, ${counts.notes} ResizeObserver notes; ${kindsText}`;
+      `${counts.popups} windows closed, ${counts.printed} prints, ${counts.refusals} refusals said by the browser, ${counts.notes} ResizeObserver notes; ${kindsText}`;
     console.log(line);
     return { line, findings: findings.length };
   }
 }
+
+// ---------------------------------------------------------------- start (after every declaration above)
+if (!CHILD) await parent();
+else await child(names[0], seedArg.slice('--seeds='.length).split(',').map(Number));
