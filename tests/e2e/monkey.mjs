@@ -286,7 +286,9 @@ window.__khBig = ${bigText};
 
   async function copyCheck() {
     const src = `${appOrigin}/?probe&load=copy#/local-lab/1`;
-    await browser.goto(`${hostOrigin}/?w=1200&h=1400&src=${encodeURIComponent(src)}`);
+    // A frame no taller than the window: WebKitWebDriver does not scroll
+    // the page to a frame's element below the fold, and the click is lost.
+    await browser.goto(`${hostOrigin}/?w=1200&h=900&src=${encodeURIComponent(src)}`);
     const inFrame = async (fn, ...a) => browser.evalFrame(fn, ...a);
     const until = async (fn, what, ms = 20000) => {
       const end = Date.now() + ms;
@@ -305,9 +307,11 @@ window.__khBig = ${bigText};
       const write = c.writeText.bind(c);
       c.writeText = (t) => { window.__khClip = 'pending'; const p = write(t); p.then(() => { window.__khClip = 'took'; }, (e) => { window.__khClip = `refused (${e && e.name})`; }); return p; };
     });
+    await inFrame(() => document.querySelector('[data-testid=evidence] button[aria-label^="Copy:"]').scrollIntoView({ block: 'center' }));
     await browser.clickFrame('[data-testid=evidence] button[aria-label^="Copy:"]');
     const clip = await until(() => window.__khClip !== 'pending' && window.__khClip !== 'not called' && window.__khClip, 'the clipboard to answer', 10000).catch(() => inFrame(() => window.__khClip));
-    await sleep(500);
+    if (clip === 'not called') throw new Error('the click on Copy did not call the clipboard');
+    await sleep(300);
     const shown = await inFrame(() => {
       const item = document.querySelector('[data-testid=evidence] .kh-evidence-item');
       return { label: item.querySelector('button').textContent.trim(), note: item.querySelector('.kh-copy-note').textContent.trim(),
