@@ -88,7 +88,7 @@ const listen = (s) => new Promise((ok) => s.listen(0, '127.0.0.1', () => ok(`htt
 /// Resolves to { appOrigin, hostOrigin, SUB, close }.
 export async function serve(root, { probeExtra = '' } = {}) {
   const SUB = '/kh/';
-  const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'";
+  const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' blob:";
   const app = createServer(async (req, res) => {
     const url = new URL(req.url, 'http://x');
     let path;
