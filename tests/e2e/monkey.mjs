@@ -139,6 +139,7 @@ async function parent() {
 /// browser's report of a refusal that the page handles and says, not an
 /// error of the page. Counted apart, and printed.
 const REFUSAL = /^Permissions policy violation: (The Clipboard API has been blocked|fullscreen is not allowed)/;
+const NAV_ABORT = /^Error: TypeError: NetworkError when attempting to fetch resource\.$/;
 const SCENARIOS = { 'nodeport-loadbalancer': 5, 'service-types': 4, 'local-lab': 10, 'your-cluster': 3 };
 const PARAMS = {
   any: ['mode=iptables', 'mode=nftables', 'network=routed', 'network=vxlan', 'handshake=1', 'handshake=0', 'seed=#', 'theme=dark', 'theme=light',
@@ -356,6 +357,7 @@ window.__khBig = ${bigText};
     // Opens a new document of the app, top level.
     const openApp = async (hash, base = '/') => {
       st.framed = false;
+      st.navigated = true;
       const url = `${appOrigin}${base}?probe&load=${++st.loads}${hash}`;
       st.href = url;
       counts.loads++;
@@ -364,6 +366,7 @@ window.__khBig = ${bigText};
     };
     // Opens the host page framing the app.
     const openHost = async (hash) => {
+      st.navigated = true;
       const src = `${appOrigin}${SUB}?probe&load=${++st.loads}${hash}`;
       const url = `${hostOrigin}/?w=${[480, 720, 1000][st.loads % 3]}&src=${encodeURIComponent(src)}`;
       st.framed = true;
@@ -416,10 +419,14 @@ window.__khBig = ${bigText};
         // The probe already recorded console.error calls made by the page.
         if (inPage.some((e) => e.includes(c.slice(0, 80)))) continue;
         if (REFUSAL.test(c)) { counts.refusals++; continue; }
+        // Firefox rejects the fetches of a page left while it loads (the
+        // wasm, the worker) and logs it: the same as a request aborted by
+        // a navigation, only when this action navigated.
+        if (st.navigated && NAV_ABORT.test(c)) { counts.aborted++; continue; }
         finding(i, action, `console: ${c}`);
       }
       for (const q of browser.requests()) {
-        if (q.startsWith('aborted')) { counts.aborted++; continue; }
+        if (q.startsWith('aborted') || (st.navigated && /\(Browsing context already closed\.\)$/.test(q))) { counts.aborted++; continue; }
         finding(i, action, `request: ${q}`);
       }
     };
@@ -445,8 +452,14 @@ window.__khBig = ${bigText};
           if (box.width > 0 && box.height > 0 && cards > 0) return 'canvas';
         }
         if (document.querySelector('.kh-main-transcript') && document.querySelector('.kh-main-transcript svg')) return 'transcript';
-        if (/^#\/your-cluster\b/.test(location.hash) && !document.querySelector('.kh-canvas') && document.querySelector('#kh-paste-text')) return 'paste box';
-        if (/^#\/your-cluster\b/.test(location.hash) && document.querySelector('.kh-paste-error, .kh-paste-status')) return 'paste answer';
+        // The presenter view (notes=1) has no canvas: its notes.
+        if (document.querySelector('.kh-notes [data-testid=notes-current]')) return 'presenter view';
+        // Your cluster: its paste box, or what the paste made (a cluster
+        // may have no node to draw a card for).
+        if (/^#\/your-cluster\b/.test(location.hash)) {
+          if (svg && svg.getBoundingClientRect().width > 0 && svg.childElementCount > 0) return 'canvas of the paste';
+          if (document.querySelector('#kh-paste-text, .kh-paste-error, .kh-paste-status')) return 'paste box';
+        }
         return '';
       };
       const end = Date.now() + 10000;
@@ -567,14 +580,18 @@ window.__khBig = ${bigText};
         return `window ${w}×${h}`;
       },
       async reload() {
+        st.navigated = true;
         await browser.reload();
         await waitApp(15000);
         return 'reload';
       },
       async back() {
+        st.navigated = true;
         if (st.framed) {
-          await browser.back();
-          await sleep(300);
+          // Back from the top page: it may take only the frame back (the
+          // session history is joint), so no top-level navigation to wait for.
+          await browser.eval(() => history.back());
+          await sleep(500);
           const top = await browser.eval(() => location.href).catch(() => '');
           if (!top.startsWith(hostOrigin)) { st.framed = false; st.href = top; }
         } else await E(() => history.back());
@@ -755,6 +772,7 @@ window.__khBig = ${bigText};
       const t = Date.now();
       let action = kind;
       st.doing = '';
+      st.navigated = false;
       try {
         action = await within(kind === 'motion' ? 90000 : 30000, act[kind](r), kind);
       } catch (e) {
