@@ -111,6 +111,8 @@ export async function serve(root, { probeExtra = '' } = {}) {
   const host = createServer((req, res) => {
     const path = new URL(req.url, 'http://x').pathname;
     if (path === '/host.js') { res.writeHead(200, { 'content-type': 'text/javascript' }).end(HOST_JS); return; }
+    // Firefox asks for it after a history traversal, whatever the page's icon link says.
+    if (path === '/favicon.ico') { res.writeHead(204).end(); return; }
     if (path === '/') {
       res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><html><head><title>host</title><link rel="icon" href="data:,"></head><body style="margin:0"><script src="/host.js"></script></body></html>');
       return;

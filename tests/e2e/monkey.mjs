@@ -139,7 +139,7 @@ async function parent() {
 /// browser's report of a refusal that the page handles and says, not an
 /// error of the page. Counted apart, and printed.
 const REFUSAL = /^Permissions policy violation: (The Clipboard API has been blocked|fullscreen is not allowed)/;
-const NAV_ABORT = /^Error: TypeError: NetworkError when attempting to fetch resource\.$/;
+const NAV_ABORT = /^Error: (TypeError: NetworkError when attempting to fetch resource\.|AbortError: The operation was aborted\. ?)$/;
 const SCENARIOS = { 'nodeport-loadbalancer': 5, 'service-types': 4, 'local-lab': 10, 'your-cluster': 3 };
 const PARAMS = {
   any: ['mode=iptables', 'mode=nftables', 'network=routed', 'network=vxlan', 'handshake=1', 'handshake=0', 'seed=#', 'theme=dark', 'theme=light',
@@ -212,7 +212,8 @@ const BIG = ['nested-lists', 'nested-maps', 'long-line', 'many-docs', 'anchors',
 function bigText(kind, n) {
   switch (kind) {
     case 'nested-lists': return '['.repeat(n) + ']'.repeat(n);
-    case 'nested-maps': return Array.from({ length: n }, (_, i) => `${' '.repeat(i)}k${i}:`).join('\n');
+    // Indented a space more each line: n²/2 characters, so n is kept to 2,000.
+    case 'nested-maps': return Array.from({ length: Math.min(n, 2000) }, (_, i) => `${' '.repeat(i)}k${i}:`).join('\n');
     case 'long-line': return `apiVersion: v1\nkind: Service\nmetadata:\n  name: ${'a'.repeat(n * 100)}\n`;
     case 'many-docs': return Array.from({ length: n }, (_, i) => `apiVersion: v1\nkind: Service\nmetadata:\n  name: s${i}\nspec:\n  ports:\n  - port: ${i % 65536}\n`).join('---\n');
     case 'anchors': return `a: &a ["x","x","x","x","x","x","x","x","x"]\n${Array.from({ length: 9 }, (_, i) => `${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)}]`).join('\n')}\n`;
@@ -368,7 +369,9 @@ window.__khBig = ${bigText};
     const openHost = async (hash) => {
       st.navigated = true;
       const src = `${appOrigin}${SUB}?probe&load=${++st.loads}${hash}`;
-      const url = `${hostOrigin}/?w=${[480, 720, 1000][st.loads % 3]}&src=${encodeURIComponent(src)}`;
+      // The frame's size as the Embed button's snippet gives it (720×560);
+      // a listed host then takes the height the page asks for.
+      const url = `${hostOrigin}/?w=${[480, 720, 1000][st.loads % 3]}&h=560&src=${encodeURIComponent(src)}`;
       st.framed = true;
       st.href = src;
       counts.loads++;
@@ -483,7 +486,10 @@ window.__khBig = ${bigText};
     // After a hang or a crash: a new browser, and the link it was at.
     const recover = async (i, action) => {
       counts.restarts++;
-      try { await within(60000, browser.restart(), 'restart'); } catch (e) { console.log(`     restart failed: ${e.message}`); }
+      try { await within(60000, browser.restart(), 'restart'); } catch (e) {
+        console.log(`     restart failed: ${e.message}`);
+        throw Object.assign(new Error(`the browser could not be started again after action ${i}: ${e.message}`), { name: 'MonkeyGone' });
+      }
       st.framed = false;
       browser.drain(); browser.requests();
       await within(30000, openApp('#/nodeport-loadbalancer/1'), 'open').catch(() => {});
@@ -764,6 +770,7 @@ window.__khBig = ${bigText};
 
     console.log(`${name}: seed ${seed}: ${ACTIONS} actions`);
     await openApp('#/nodeport-loadbalancer/1');
+    try {
     for (let i = 1; i <= ACTIONS; i++) {
       const r = rng(seed, i);
       const kind = r.weighted(TABLE);
@@ -800,6 +807,10 @@ window.__khBig = ${bigText};
       if (i % 25 === 0) { await checkpoint(i, action); await collect(i, action); }
       if (i % 100 === 0) console.log(`${name}: seed ${seed}: ${i} actions, ${findings.length} finding(s), ${((Date.now() - started) / 1000).toFixed(0)} s`);
     }
+    } catch (e) {
+      if (e.name !== 'MonkeyGone') throw e;
+      finding(counts.actions, 'restart', `browser gone: ${e.message}; the rest of this seed is not run`);
+    }
     const seconds = (Date.now() - started) / 1000;
     const kindsText = Object.entries(kinds).sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ');
     const sum = {};
@@ -807,7 +818,6 @@ window.__khBig = ${bigText};
     const line = `${name}: seed ${seed}: ${counts.actions} actions in ${seconds.toFixed(1)} s, ${findings.length} finding(s)${findings.length ? ` (${Object.entries(sum).map(([k, n]) => `${k} ${n}`).join(', ')})` : ''}; ` +
       `${counts.checks} checks, ${counts.loads} loads, ${counts.missed} missed, ${counts.restarts} restarts, ${counts.aborted} aborted requests, ` +
       `${counts.popups} windows closed, ${counts.printed} prints, ${counts.refusals} refusals said by the browser, ${counts.notes} ResizeObserver notes; ${kindsText}`;
-    console.log(line);
     return { line, findings: findings.length };
   }
 }
