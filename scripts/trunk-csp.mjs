@@ -1,7 +1,7 @@
 // Trunk post-build hook: moves the inline module script Trunk writes into
 // index.html (the wasm loader) into a file of its own, named after a hash
 // of its content, so the page runs under
-//   Content-Security-Policy: default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'
+//   Content-Security-Policy: default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' blob:
 // without 'unsafe-inline'. Fails the build if any inline script or style
 // is left. Trunk runs it with TRUNK_STAGING_DIR set (Trunk.toml [[hooks]]).
 import { readFile, writeFile, unlink } from 'node:fs/promises';

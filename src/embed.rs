@@ -134,9 +134,41 @@ fn send(parent: &web_sys::Window, display: &Display, event: &Event) {
         }
         return;
     }
-    for o in &display.origins {
-        let _ = parent.post_message(&data, o.as_str());
+    // Where the browser says which origin the parent has, only to it (if
+    // listed): a message to a listed origin that is not the parent's is
+    // dropped by the browser with an error in the console, one for every
+    // other origin listed, on every change.
+    match parent_origin() {
+        Some(p) if display.allows(&p) => {
+            let _ = parent.post_message(&data, &p);
+        }
+        Some(_) => {}
+        None => {
+            for o in &display.origins {
+                let _ = parent.post_message(&data, o.as_str());
+            }
+        }
     }
+}
+
+/// The parent's origin, where the browser tells it: the first of
+/// `location.ancestorOrigins` (Chromium, WebKit); else (Firefox) the
+/// referrer's, when it is another origin than this page's: the page that
+/// put this one in its frame (a navigation inside the frame would give
+/// this page's own). `None` when neither tells.
+fn parent_origin() -> Option<String> {
+    let w = window();
+    let location = w.location();
+    if let Ok(list) = js_sys::Reflect::get(&location, &JsValue::from_str("ancestorOrigins")) {
+        if !list.is_undefined() && !list.is_null() {
+            return js_sys::Reflect::get(&list, &JsValue::from_f64(0.0)).ok().and_then(|o| o.as_string());
+        }
+    }
+    let own = location.origin().ok()?;
+    let referrer = w.document()?.referrer();
+    let (scheme, rest) = referrer.split_once("://")?;
+    let origin = format!("{scheme}://{}", rest.split(['/', '?', '#']).next().unwrap_or(""));
+    (!rest.is_empty() && origin != own).then_some(origin)
 }
 
 /// The error a `kubehops:set` gets when its state is not shown: another

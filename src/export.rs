@@ -84,10 +84,12 @@ fn standalone_svg() -> Option<(String, f64, f64)> {
     copy.set_attribute("height", h_text).ok()?;
     let doc = document();
     let style = doc.create_element_ns(Some(SVG_NS), "style").ok()?;
-    style.set_text_content(Some(&canvas_css(&svg)));
-    // The card behind the canvas, in the theme's colour.
+    // The card behind the canvas, in the theme's colour, by a rule of the
+    // file's own style sheet: a style attribute set in the page breaks the
+    // page's Content-Security-Policy (style-src-attr; found by monkey.mjs).
+    style.set_text_content(Some(&format!("{}\n.kh-export-card{{fill:var(--card)}}", canvas_css(&svg))));
     let bg = doc.create_element_ns(Some(SVG_NS), "rect").ok()?;
-    for (k, v) in [("width", "100%"), ("height", "100%"), ("style", "fill: var(--card)")] {
+    for (k, v) in [("width", "100%"), ("height", "100%"), ("class", "kh-export-card")] {
         bg.set_attribute(k, v).ok()?;
     }
     let first = copy.first_child();

@@ -973,6 +973,18 @@ mod tests {
     }
 
     #[wasm_bindgen_test]
+    fn there_is_nothing_to_present_before_a_paste() {
+        // Found by tests/e2e/monkey.mjs: Present on Your cluster before a
+        // paste hid the paste box and left a blank screen.
+        let empty = crate::present::Present::new(player_of("your-cluster", false));
+        empty.enter();
+        assert!(!empty.on.get_untracked(), "presents an empty stage");
+        // A scenario with hops can be presented (entering asks for full
+        // screen, a task this test has no executor for).
+        assert!(!crate::present::Present::new(player(false)).empty.get_untracked());
+    }
+
+    #[wasm_bindgen_test]
     fn play_runs_through_every_step_and_stops_at_the_end() {
         let p = player(false);
         p.toggle();

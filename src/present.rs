@@ -27,6 +27,9 @@ pub struct Present {
     pub panels: RwSignal<bool>,
     /// Where a refusal (full screen, the presenter view's window) is said.
     notices: RwSignal<Vec<String>>,
+    /// Nothing to present: a scenario with no hop (Your cluster before a
+    /// paste), whose stage is empty and whose panels hold the paste box.
+    pub empty: Signal<bool>,
 }
 
 fn fullscreen_element() -> Option<JsValue> {
@@ -34,8 +37,14 @@ fn fullscreen_element() -> Option<JsValue> {
 }
 
 impl Present {
+    pub fn new(player: Player) -> Present {
+        Present { on: RwSignal::new(false), panels: RwSignal::new(false), notices: player.notices, empty: Signal::derive(move || player.nothing_to_play()) }
+    }
+
     pub fn enter(&self) {
-        if self.on.get_untracked() {
+        // Presenting an empty stage would hide the panels (the paste box)
+        // and leave a blank screen.
+        if self.on.get_untracked() || self.empty.get_untracked() {
             return;
         }
         self.on.set(true);
@@ -74,8 +83,15 @@ impl Present {
 /// Provides presenter mode: its keys, leaving when fullscreen ends, and
 /// the canvas's text floor.
 pub fn provide_present(player: Player) -> Present {
-    let pr = Present { on: RwSignal::new(false), panels: RwSignal::new(false), notices: player.notices };
+    let pr = Present::new(player);
     provide_context(pr);
+    // A link to a scenario with nothing to present, opened while
+    // presenting, ends presenting.
+    Effect::new(move |_| {
+        if pr.empty.get() && pr.on.get_untracked() {
+            pr.leave();
+        }
+    });
     // Esc in fullscreen is the browser's: it ends fullscreen, and so the mode.
     let on_change = Closure::<dyn Fn()>::new(move || {
         if fullscreen_element().is_none() && pr.on.get_untracked() {
@@ -121,7 +137,7 @@ pub fn PresentButtons() -> impl IntoView {
     let pr = expect_context::<Present>();
     let p = expect_context::<Ctx>().player;
     view! {
-        <button type="button" class="kh-btn kh-btn-small" aria-keyshortcuts="P" title="Present full screen (P; Esc leaves, H toggles the panels)" on:click=move |_| pr.enter()>"Present"</button>
+        <button type="button" class="kh-btn kh-btn-small" aria-keyshortcuts="P" title="Present full screen (P; Esc leaves, H toggles the panels)" disabled=move || pr.empty.get() on:click=move |_| pr.enter()>"Present"</button>
         <button type="button" class="kh-btn kh-btn-small" aria-keyshortcuts="N" title="Open the presenter view in a second window (N)" on:click=move |_| open_notes(p)>"Presenter view"</button>
     }
 }

@@ -287,9 +287,13 @@ fn start(kind: Kind) -> Option<Rc<RefCell<Handle>>> {
             Err(e) => fail(format!("its answer could not be read ({e})")),
         });
     });
-    let on_error = Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
+    // An error inside the worker comes as an ErrorEvent; a script that
+    // could not be fetched (a network failure, a page left while it
+    // loaded) as a plain Event with no message, whose `message` must not
+    // be read as a string.
+    let on_error = Closure::<dyn FnMut(web_sys::Event)>::new(move |ev: web_sys::Event| {
         ev.prevent_default();
-        let why = ev.message();
+        let why = ev.dyn_ref::<web_sys::ErrorEvent>().map(|e| e.message()).unwrap_or_default();
         fail(if why.is_empty() { "its script did not load".to_string() } else { why });
     });
     worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));

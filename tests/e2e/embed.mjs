@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 
 const root = resolve(process.argv[2] ?? 'dist');
 const out = resolve('.e2e-out');
-const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'";
+const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' blob:";
 const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css', '.svg': 'image/svg+xml' };
 
 // The app, under /kh/ as a documentation site would host it, with the policy.

@@ -22,16 +22,14 @@
 // violations; Firefox's console is read as well. WebKit's web content
 // process has crashed about once in 300 loads here: a test during which it
 // crashed runs once more in a new session, and the crash is printed and
-// counted, never hidden.
-import { spawn, execFileSync } from 'node:child_process';
-import { createServer } from 'node:http';
-import { readFile, writeFile, mkdir } from 'node:fs/promises';
-import { join, extname, resolve, dirname } from 'node:path';
+// counted, never hidden. The drivers, the server with its probe and the
+// host page, and the parent that runs the children are engines-lib.mjs's,
+// shared with monkey.mjs.
+import { readFile, mkdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createInterface } from 'node:readline';
+import { repo, serve, runChildren, waitFor as poll, launch, sleep } from './engines-lib.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, '../..');
 const ENGINES = ['firefox', 'webkit'];
 const args = process.argv.slice(2);
 const engine = args.find((a) => ENGINES.includes(a));
@@ -43,19 +41,7 @@ else await child(engine);
 // ---------------------------------------------------------------- both engines at once
 async function parent() {
   const t0 = Date.now();
-  const runs = ENGINES.map((name) => new Promise((done) => {
-    const start = Date.now();
-    const p = spawn(process.execPath, [fileURLToPath(import.meta.url), name, root], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let summary = '';
-    for (const stream of [p.stdout, p.stderr]) {
-      createInterface({ input: stream }).on('line', (line) => {
-        if (line.startsWith(`engines ${name}:`)) summary = line;
-        console.log(`[${name}] ${line}`);
-      });
-    }
-    p.on('close', (code, signal) => done({ name, code: code ?? 1, signal, seconds: (Date.now() - start) / 1000, summary }));
-  }));
-  const results = await Promise.all(runs);
+  const results = await runChildren(fileURLToPath(import.meta.url), ENGINES, [root], 'engines');
   for (const r of results) {
     console.log(`engines: ${r.name} took ${r.seconds.toFixed(1)} s, exit ${r.signal ?? r.code}${r.summary ? ` (${r.summary.replace(/^engines \w+: /, '')})` : ''}`);
   }
@@ -66,89 +52,18 @@ async function parent() {
 // ---------------------------------------------------------------- one engine
 async function child(name) {
   const t0 = Date.now();
-  const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'";
-  const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css', '.svg': 'image/svg+xml' };
-  const PROBE = `(() => {
-  const errors = (window.__khErrors = []), csp = (window.__khCsp = []), notes = (window.__khNotes = []);
-  const text = (v) => { try { return v instanceof Error ? v.name + ': ' + v.message : typeof v === 'string' ? v : JSON.stringify(v); } catch (e) { return String(v); } };
-  addEventListener('error', (e) => {
-    if (e.target && e.target !== window) errors.push('failed to load ' + (e.target.src || e.target.href || e.target.tagName));
-    // Not an exception: the spec reports, as an error event, resize
-    // notifications left for the next frame. Kept apart and printed.
-    else if (/^ResizeObserver loop/.test(e.message)) notes.push(e.message);
-    else errors.push('uncaught ' + e.message + ' (' + e.filename + ':' + e.lineno + ')');
-  }, true);
-  addEventListener('unhandledrejection', (e) => errors.push('unhandled rejection ' + text(e.reason)));
-  const original = console.error;
-  console.error = function (...a) { errors.push('console.error ' + a.map(text).join(' ')); return original.apply(this, a); };
-  document.addEventListener('securitypolicyviolation', (e) => csp.push(e.violatedDirective + ' ' + e.blockedURI));
-})();
-`;
-
-  // The app: dist/ at / and, with the README's Content-Security-Policy,
-  // under /kh/ (as a documentation site would host it). With ?probe in the
-  // address, index.html gets the probe script first in its head.
-  const SUB = '/kh/';
-  const app = createServer(async (req, res) => {
-    const url = new URL(req.url, 'http://x');
-    let path = decodeURIComponent(url.pathname);
-    const headers = {};
-    if (path.startsWith(SUB)) { path = path.slice(SUB.length - 1); headers['content-security-policy'] = CSP; }
-    if (path === '/kh-e2e-probe.js') { res.writeHead(200, { ...headers, 'content-type': 'text/javascript' }).end(PROBE); return; }
-    const file = join(root, path === '/' ? 'index.html' : path);
-    if (!file.startsWith(root)) { res.writeHead(403).end(); return; }
-    try {
-      let body = await readFile(file);
-      if (path === '/' && url.searchParams.has('probe')) {
-        body = body.toString('utf8').replace(/<head>/, '<head><script src="kh-e2e-probe.js"></script>');
-      }
-      res.writeHead(200, { ...headers, 'content-type': types[extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-store' }).end(body);
-    } catch {
-      res.writeHead(404).end('not found');
-    }
-  });
-  // The host page of embed.mjs: an iframe sized by the height message, driven by window.send.
-  const HOST_JS = `
-const q = new URLSearchParams(location.search);
-const f = document.createElement('iframe');
-f.src = q.get('src');
-f.title = 'KubeHops';
-f.width = '720';
-f.height = '200';
-f.style.border = '0';
-f.style.display = 'block';
-document.body.append(f);
-window.messages = [];
-const appOrigin = new URL(f.src).origin;
-addEventListener('message', (e) => {
-  if (e.source !== f.contentWindow || e.origin !== appOrigin) return;
-  window.messages.push(e.data);
-  if (e.data && e.data.type === 'kubehops:height' && e.data.version === 1) f.height = String(e.data.height);
-});
-window.send = (m) => f.contentWindow.postMessage(m, appOrigin);
-`;
-  const host = createServer((req, res) => {
-    const path = new URL(req.url, 'http://x').pathname;
-    if (path === '/host.js') { res.writeHead(200, { 'content-type': 'text/javascript' }).end(HOST_JS); return; }
-    if (path === '/') {
-      res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><html><head><title>host</title><link rel="icon" href="data:,"></head><body style="margin:0"><script src="/host.js"></script></body></html>');
-      return;
-    }
-    res.writeHead(404).end();
-  });
-  const listen = (s) => new Promise((ok) => s.listen(0, '127.0.0.1', () => ok(`http://127.0.0.1:${s.address().port}`)));
-  const appOrigin = await listen(app);
-  const hostOrigin = await listen(host);
+  // The app (with the probe where the address has ?probe; under /kh/
+  // with the Content-Security-Policy) and the host page on another origin.
+  const { appOrigin, hostOrigin, SUB, close } = await serve(root);
 
   const out = join(repo, '.e2e-out');
   await mkdir(out, { recursive: true });
-  const browser = name === 'firefox' ? await firefox() : await webkit();
+  const browser = await launch(name);
   console.log(`${name}: ${browser.version} (started in ${((Date.now() - t0) / 1000).toFixed(1)} s)`);
 
   let passed = 0, failed = 0, loads = 0;
   const crashes = [], notes = [];
   const check = (cond, msg) => { if (!cond) throw new Error(msg); };
-  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
   // A test during which the content process crashed runs once more, in a
   // new session; the crash is printed and counted.
   async function test(title, fn) {
@@ -176,25 +91,7 @@ window.send = (m) => f.contentWindow.postMessage(m, appOrigin);
     }
   }
   // Polls fn in the page (or the iframe) until it returns something truthy.
-  async function waitFor(fn, fnArgs = [], what = 'condition', timeout = 20000, inFrame = false) {
-    const end = Date.now() + timeout;
-    let last, error;
-    for (;;) {
-      // An error (no frame yet, a document going away) is retried until the time is up.
-      try { last = await (inFrame ? browser.evalFrame(fn, ...fnArgs) : browser.eval(fn, ...fnArgs)); error = undefined; }
-      catch (e) {
-        if (e.name === 'NoSuchSessionError') throw e; // the browser is gone: no use waiting
-        last = undefined; error = e;
-      }
-      if (last) return last;
-      if (Date.now() > end) {
-        const err = new Error(`timed out after ${timeout} ms waiting for ${what} (${error ? `last error: ${error.message}` : `last: ${JSON.stringify(last)}`})`);
-        if (error) err.name = error.name;
-        throw err;
-      }
-      await sleep(100);
-    }
-  }
+  const waitFor = (fn, fnArgs, what, timeout, inFrame) => poll(browser, fn, fnArgs, what, timeout, inFrame);
   // Clicks and typing wait for their element first, as Playwright does in
   // the Chromium suite: the side panels are drawn in a task after the
   // first frame (app.rs's Later), so a control may come a moment after the
@@ -421,122 +318,8 @@ window.send = (m) => f.contentWindow.postMessage(m, appOrigin);
   });
 
   await browser.quit();
-  app.close();
-  host.close();
+  close();
   if (crashes.length) console.log(`${name}: the web content process crashed ${crashes.length} time(s), each time during a test that then ran once more:\n  ${crashes.join('\n  ')}`);
   console.log(`engines ${name}: ${passed} passed, ${failed} failed, ${loads} loads, ${crashes.length} crash(es), ${notes.length} ResizeObserver note(s), ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   process.exit(failed ? 1 : 0);
-}
-
-// ---------------------------------------------------------------- the drivers
-// Each gives goto, eval (a function and its arguments, in the page),
-// evalFrame (in the page's first iframe), press (a key), click and type (at
-// a CSS selector, as a user would), drain (console errors since the last
-// drain), crashed (whether an error came from a crashed content process),
-// restart and quit.
-
-function which(cmd) {
-  try { return execFileSync('sh', ['-c', `command -v ${cmd}`]).toString().trim(); } catch { return ''; }
-}
-
-async function firefox() {
-  const { default: puppeteer } = await import('puppeteer-core');
-  const executablePath = process.env.FIREFOX_BIN ?? which('firefox-esr');
-  if (!executablePath) throw new Error('firefox-esr is not on PATH (scripts/setup installs it)');
-  const browser = await puppeteer.launch({ browser: 'firefox', headless: true, executablePath, defaultViewport: { width: 1600, height: 1000 } });
-  const page = (await browser.pages())[0] ?? await browser.newPage();
-  await page.setViewport({ width: 1600, height: 1000 });
-  let errors = [];
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-  page.on('pageerror', (e) => errors.push(String(e)));
-  const frame = () => page.frames().find((f) => f !== page.mainFrame());
-  return {
-    version: `Firefox ${(await browser.version()).replace(/^firefox\//, '')} (${executablePath}, puppeteer-core over WebDriver BiDi)`,
-    goto: (url) => page.goto(url, { waitUntil: 'load' }),
-    eval: (fn, ...a) => page.evaluate(fn, ...a),
-    evalFrame: (fn, ...a) => frame().evaluate(fn, ...a),
-    press: (key) => page.keyboard.press(key),
-    click: (sel) => page.click(sel),
-    screenshot: (path) => page.screenshot({ path }),
-    type: (sel, text) => page.type(sel, text),
-    drain: () => { const e = errors; errors = []; return e; },
-    crashed: async () => '',
-    restart: async () => {},
-    quit: () => browser.close(),
-  };
-}
-
-async function webkit() {
-  const { Builder, Capabilities, Key, By } = (await import('selenium-webdriver')).default;
-  const miniBrowser = process.env.MINIBROWSER_BIN ??
-    execFileSync('dpkg', ['-L', 'libwebkit2gtk-4.1-0']).toString().split('\n').find((l) => l.endsWith('/MiniBrowser'));
-  if (!miniBrowser) throw new Error('no MiniBrowser in libwebkit2gtk-4.1-0 (scripts/setup installs webkit2gtk-driver)');
-  const children = [];
-  const stop = () => { for (const c of children) if (c.exitCode === null) c.kill(); };
-  process.on('exit', stop);
-
-  // Xvfb on a display it finds free itself (-displayfd writes its number).
-  const xvfb = spawn('Xvfb', ['-displayfd', '3', '-screen', '0', '1920x1200x24', '-nolisten', 'tcp'], { stdio: ['ignore', 'ignore', 'pipe', 'pipe'] });
-  children.push(xvfb);
-  const display = await new Promise((ok, fail) => {
-    let got = '';
-    xvfb.stdio[3].on('data', (d) => { got += d; if (got.includes('\n')) ok(`:${got.trim()}`); });
-    xvfb.on('exit', (c) => fail(new Error(`Xvfb exited with ${c}`)));
-    setTimeout(() => fail(new Error('Xvfb did not start in 10 s')), 10000);
-  });
-
-  // WebKitWebDriver on a free port; its output (and MiniBrowser's) is kept,
-  // to tell a crashed content process ("WebProcess CRASHED") from a failure.
-  const port = await new Promise((ok) => { const s = createServer(); s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => ok(p)); }); });
-  const driver = spawn('WebKitWebDriver', [`--port=${port}`], { env: { ...process.env, DISPLAY: display }, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(driver);
-  let log = '';
-  for (const s of [driver.stdout, driver.stderr]) s.on('data', (d) => { log += d; });
-  const server = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    try { if ((await fetch(`${server}/status`)).ok) break; } catch {}
-    if (i > 100) throw new Error(`WebKitWebDriver did not answer on ${server}: ${log}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  const caps = new Capabilities({ browserName: 'MiniBrowser', 'webkitgtk:browserOptions': { binary: miniBrowser, args: ['--automation'] } });
-  let d;
-  const session = async () => {
-    d = await new Builder().usingServer(server).withCapabilities(caps).build();
-    await d.manage().window().setRect({ width: 1600, height: 1000 });
-  };
-  await session();
-  const version = (await d.getCapabilities()).get('browserVersion');
-  const keys = { ArrowRight: Key.ARROW_RIGHT, ArrowLeft: Key.ARROW_LEFT, End: Key.END, Escape: Key.ESCAPE };
-  const run = (fn, a) => d.executeScript(`return (${fn}).apply(null, arguments)`, ...a);
-  let crashesSeen = 0;
-  return {
-    version: `WebKitGTK ${version} (${miniBrowser} under Xvfb ${display}, WebKitWebDriver, selenium-webdriver)`,
-    goto: (url) => d.get(url),
-    eval: (fn, ...a) => run(fn, a),
-    evalFrame: async (fn, ...a) => {
-      await d.switchTo().frame(d.findElement(By.css('iframe')));
-      try { return await run(fn, a); } finally { await d.switchTo().defaultContent(); }
-    },
-    press: (key) => d.actions().sendKeys(keys[key] ?? key).perform(),
-    click: async (sel) => (await d.findElement(By.css(sel))).click(),
-    screenshot: async (path) => writeFile(path, await d.takeScreenshot(), 'base64'),
-    type: async (sel, text) => (await d.findElement(By.css(sel))).sendKeys(text),
-    drain: () => [],
-    // A crash is what MiniBrowser says ("WebProcess CRASHED"), or the
-    // session it ends ("session deleted because of page crash or hang").
-    crashed: async (e) => {
-      const said = () => {
-        const now = (log.match(/WebProcess CRASHED/g) ?? []).length;
-        if (now === crashesSeen) return '';
-        crashesSeen = now;
-        return `MiniBrowser said "WebProcess CRASHED"; the test saw ${e.name}: ${String(e.message).split('\n')[0]}`;
-      };
-      let alive = '';
-      try { await d.executeScript('return 1'); alive = 'yes'; } catch (x) { alive = `${x.name}: ${x.message}`; }
-      if (alive !== 'yes' && /crash/i.test(alive)) { await new Promise((r) => setTimeout(r, 300)); return said() || alive; }
-      return said();
-    },
-    restart: async () => { try { await d.quit(); } catch {} await session(); },
-    quit: async () => { try { await d.quit(); } finally { stop(); } },
-  };
 }

@@ -181,11 +181,14 @@ await test('opening state: read from the build\'s data for a default link, the s
 // When it cannot load, the opening state still plays, nothing is said
 // until something is asked of it, and a change says why and keeps what is
 // shown.
-await test('a worker that cannot load: the opening state plays, and a change of parameters says why and keeps what is shown', async () => {
+// Its wasm refused (an error inside the worker: an ErrorEvent), or its
+// script itself (a plain error event, with no message: found by
+// monkey.mjs in WebKit, going back to a page left while it loaded).
+for (const [part, blocked] of [['wasm', /kubehops-worker-[0-9a-f]+_bg\.wasm$/], ['script', /kubehops-worker-[0-9a-f]+_loader\.js$/]]) await test(`a worker that cannot load (its ${part}): the opening state plays, and a change of parameters says why and keeps what is shown`, async () => {
   const page = await browser.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
-  await page.route(/kubehops-worker-[0-9a-f]+_bg\.wasm$/, (r) => r.abort());
+  await page.route(blocked, (r) => r.abort());
   await page.goto(`${origin}/#/service-types/1`);
   await page.waitForSelector('.kh[data-step] .kh-node-card', { timeout: 15000 });
   await page.waitForTimeout(1000);
