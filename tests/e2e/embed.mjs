@@ -194,8 +194,8 @@ await test('embed=1 shows only the canvas, the controls and the narration, on ev
 });
 
 await test('controls=full|minimal|none', async () => {
-  // The playback controls (the narration's "Read the step" is not one).
-  const names = async (page) => page.$$eval('.kh-embed button:not(.kh-narr-toggle)', (bs) => bs.map((b) => b.getAttribute('aria-label') ?? b.textContent.trim()));
+  // The playback controls (the narration's "Read the step" and its words are not).
+  const names = async (page) => page.$$eval('.kh-embed button:not(.kh-narr-toggle):not(.kh-word)', (bs) => bs.map((b) => b.getAttribute('aria-label') ?? b.textContent.trim()));
   let { page, errors } = await open('#/nodeport-loadbalancer/2?embed=1&controls=full');
   let n = await names(page);
   for (const want of ['Restart', 'Previous step', 'Play', 'Next step']) check(n.includes(want), `full lacks ${want}: ${n}`);
