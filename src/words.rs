@@ -60,12 +60,13 @@ fn WordButton(term: Term, open: RwSignal<Option<Term>>) -> impl IntoView {
     }
 }
 
-/// The open term's definition and the terms it leads to; polite, so a
-/// screen reader reads it when it opens.
+/// The open term's definition and the terms it leads to, right after the
+/// buttons that control it (`aria-controls`); not a live region, since the
+/// page has one already and two would talk over each other.
 #[component]
 fn Definition(open: RwSignal<Option<Term>>) -> impl IntoView {
     view! {
-        <div class="kh-word-def" id="kh-word-def" aria-live="polite">
+        <div class="kh-word-def" id="kh-word-def">
             {move || open.get().map(|t| view! {
                 <p><dfn>{t.name()}</dfn>": "{t.definition()}</p>
                 {(!t.see_also().is_empty()).then(|| view! {
