@@ -9,10 +9,10 @@ use kubehops_core::glossary::Term;
 use kubehops_core::scene::terms::step_terms;
 use leptos::prelude::*;
 
-/// "Words in this step": one button per term (a real button, for keys,
-/// touch and screen readers alike); pressing one shows its definition
-/// below, pressing it again folds it. The list follows the step, not the
-/// hop, so it does not move while the step plays.
+/// "Words in this step (N)": a disclosure holding one button per term (a
+/// real button, for keys, touch and screen readers alike); pressing one
+/// shows its definition below, pressing it again folds it. The list
+/// follows the step, not the hop, so it does not move while the step plays.
 #[component]
 pub fn Words() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
@@ -22,6 +22,7 @@ pub fn Words() -> impl IntoView {
         ctx.player.scenario.with(|s| s.steps.get(k).map(|st| step_terms(s, st)).unwrap_or_default())
     });
     let open = RwSignal::new(None::<Term>);
+    let shown = RwSignal::new(false);
     // A new step's words start folded.
     Effect::new(move |_| {
         step.track();
@@ -30,14 +31,17 @@ pub fn Words() -> impl IntoView {
     move || {
         let list = terms.get();
         (!list.is_empty()).then(|| {
+            let n = list.len();
             view! {
-                <div class="kh-words">
-                    <h3 class="kh-words-head" id="kh-words-head">"Words in this step"</h3>
-                    <ul class="kh-words-list" aria-labelledby="kh-words-head">
+                // Folded to one line, so a step with many words does not
+                // push what follows down; opened, it stays open across steps.
+                <details class="kh-words" prop:open=move || shown.get() on:toggle=move |ev| shown.set(event_target::<web_sys::Element>(&ev).has_attribute("open"))>
+                    <summary class="kh-words-head">"Words in this step " <span class="kh-words-n">{format!("({n})")}</span></summary>
+                    <ul class="kh-words-list" aria-label="Words in this step">
                         {list.into_iter().map(|t| view! { <li><WordButton term=t open=open/></li> }).collect_view()}
                     </ul>
                     <Definition open=open/>
-                </div>
+                </details>
             }
         })
     }

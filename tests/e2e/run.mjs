@@ -1363,7 +1363,13 @@ await test('narrow: Embed, Present and Presenter view fold behind one "Share and
 await test('words: the step\'s terms are buttons under the narration that open the core\'s definitions, by keyboard too; the transcript ends with a glossary', async () => {
   const { page, errors } = await open('#/nodeport-loadbalancer/2/end');
   const words = page.locator('.kh-narration .kh-words');
+  // Folded to one line that counts them; a press on it opens the list.
+  check(!(await words.evaluate((e) => e.open)), 'the words start open');
+  const head = (await words.locator('summary').textContent()).replace(/\s+/g, ' ').trim();
+  check(/^Words in this step \(\d+\)$/.test(head), `the words' line: ${head}`);
+  await words.locator('summary').click();
   const names = (await words.locator('.kh-words-list button').allTextContents()).map((t) => t.trim());
+  check(head.includes(`(${names.length})`), `${head} for ${names.length} words`);
   check(names.includes('DNAT') && names.includes('SNAT') && names.includes('conntrack'), `step 2's words: ${names.join(', ')}`);
   const dnat = words.getByRole('button', { name: 'DNAT', exact: true });
   check(await dnat.getAttribute('aria-expanded') === 'false', 'DNAT starts open');
