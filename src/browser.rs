@@ -97,3 +97,24 @@ pub fn tell(notices: RwSignal<Vec<String>>, text: String) {
         }
     });
 }
+
+/// On a bug (a Rust panic), says so on the page before the wasm stops:
+/// the message and where, in the console for a report, and a notice on
+/// top of the page, since nothing on it answers any more. Without it the
+/// page would freeze with no word (found by tests/e2e/monkey.mjs).
+pub fn say_panics() {
+    std::panic::set_hook(Box::new(|info| {
+        let text = format!("kubehops stopped on a bug: {info}");
+        web_sys::console::error_1(&text.as_str().into());
+        let Some(doc) = window().document() else { return };
+        let Ok(note) = doc.create_element("div") else { return };
+        note.set_class_name("kh-stopped");
+        let _ = note.set_attribute("role", "alert");
+        note.set_text_content(Some(&format!(
+            "KubeHops stopped on a bug, and this page no longer answers. Reload the page to go on; the link keeps the step you were at. ({text})"
+        )));
+        if let Some(body) = doc.body() {
+            let _ = body.prepend_with_node_1(&note);
+        }
+    }));
+}

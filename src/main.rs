@@ -20,6 +20,7 @@ mod words;
 use leptos::prelude::{ArcRwSignal, GetUntracked, Set};
 
 fn main() {
+    browser::say_panics();
     // Start-up in tasks of their own, so none blocks the page for long:
     // the wasm's instantiation ends this one; the next reads the canvas
     // size off the first frame and the scenario the link names;

@@ -32,6 +32,12 @@ import { createInterface } from 'node:readline';
 
 export const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/// `p`, or an error once `ms` have passed without an answer.
+const bounded = (ms, p, what) => {
+  let timer;
+  const late = new Promise((_, no) => { timer = setTimeout(() => no(new Error(`${what}: no answer in ${ms / 1000} s`)), ms); });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+};
 
 // ---------------------------------------------------------------- the probe
 // Put first in index.html's head when the address has `?probe` (an
@@ -128,18 +134,40 @@ export async function serve(root, { probeExtra = '' } = {}) {
 /// Runs `script name ...args` for each engine name at once, each line
 /// printed with its engine's name; resolves to each one's exit code, time
 /// and its summary line (the last line starting with `${tag} ${name}:`).
-export function runChildren(script, names, args, tag) {
+/// Runs `script name ...args` for each engine in parallel, its lines
+/// prefixed with the engine's name. A child still running after
+/// `deadline` seconds is stopped with its whole process group (its
+/// browser, Xvfb, WebKitWebDriver): a driver that never answers must fail
+/// the run, not hold CI until its own time limit.
+export function runChildren(script, names, args, tag, deadline = 1200) {
   return Promise.all(names.map((name) => new Promise((done) => {
     const start = Date.now();
-    const p = spawn(process.execPath, [script, name, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let summary = '';
+    const p = spawn(process.execPath, [script, name, ...args], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    let summary = '', late = false;
+    const kill = (sig) => { try { process.kill(-p.pid, sig); } catch {} };
+    const timer = setTimeout(() => {
+      late = true;
+      console.log(`[${name}] STOPPED: still running after ${deadline} s; its process group is killed`);
+      kill('SIGTERM');
+      setTimeout(() => kill('SIGKILL'), 5000).unref();
+    }, deadline * 1000);
+    process.on('exit', () => kill('SIGKILL'));
     for (const stream of [p.stdout, p.stderr]) {
       createInterface({ input: stream }).on('line', (line) => {
         if (line.startsWith(`${tag} ${name}:`)) summary = line;
         console.log(`[${name}] ${line}`);
       });
     }
-    p.on('close', (code, signal) => done({ name, code: code ?? 1, signal, seconds: (Date.now() - start) / 1000, summary }));
+    let ended = false;
+    const end = (code, signal) => {
+      if (ended) return;
+      ended = true;
+      clearTimeout(timer);
+      done({ name, code: late ? 1 : code ?? 1, signal, seconds: (Date.now() - start) / 1000, summary: late ? '' : summary, late });
+    };
+    p.on('close', end);
+    // A browser left behind may hold the pipes open: the child's exit is enough.
+    p.on('exit', (code, signal) => setTimeout(() => end(code, signal), 10000).unref());
   })));
 }
 
@@ -246,7 +274,7 @@ async function chromium(o) {
     requests: () => net.drain(),
     allow: net.allow,
     crashed: async () => { const c = crash; crash = ''; return c; },
-    restart: async () => { try { await context.close(); } catch {} await start(); },
+    restart: async () => { try { await bounded(15000, context.close(), 'close'); } catch {} await start(); },
     quit: () => context.close(),
   };
 }
@@ -300,7 +328,7 @@ async function firefox(o) {
     resize: async (w, h) => { size = { width: w, height: h }; await page.setViewport(size); },
     reducedMotion: async (on) => {
       reduced = on;
-      try { await browser.close(); } catch {}
+      try { await bounded(15000, browser.close(), 'close'); } catch { browser.process()?.kill('SIGKILL'); }
       await start();
       return 'Firefox restarted with ui.prefersReducedMotion (no emulation over BiDi)';
     },
@@ -310,7 +338,7 @@ async function firefox(o) {
     requests: () => net.drain(),
     allow: net.allow,
     crashed: async () => '',
-    restart: async () => { try { await browser.close(); } catch {} await start(); },
+    restart: async () => { try { await bounded(15000, browser.close(), 'close'); } catch { browser.process()?.kill('SIGKILL'); } await start(); },
     quit: () => browser.close(),
   };
 }
@@ -344,17 +372,25 @@ async function webkit(o) {
 
   // WebKitWebDriver on a free port; its output (and MiniBrowser's) is kept,
   // to tell a crashed content process ("WebProcess CRASHED") from a failure.
-  const port = await new Promise((ok) => { const s = createServer(); s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => ok(p)); }); });
-  const driver = spawn('WebKitWebDriver', [`--port=${port}`], { env: { ...process.env, DISPLAY: display, XDG_CONFIG_HOME: config }, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(driver);
-  let log = '';
-  for (const s of [driver.stdout, driver.stderr]) s.on('data', (d) => { log += d; });
-  const server = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    try { if ((await fetch(`${server}/status`)).ok) break; } catch {}
-    if (i > 100) throw new Error(`WebKitWebDriver did not answer on ${server}: ${log}`);
-    await sleep(100);
-  }
+  let driver, server, log = '';
+  const startDriver = async () => {
+    const port = await new Promise((ok) => { const s = createServer(); s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => ok(p)); }); });
+    driver = spawn('WebKitWebDriver', [`--port=${port}`], { env: { ...process.env, DISPLAY: display, XDG_CONFIG_HOME: config }, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(driver);
+    for (const s of [driver.stdout, driver.stderr]) s.on('data', (d) => { log += d; });
+    server = `http://127.0.0.1:${port}`;
+    for (let i = 0; ; i++) {
+      try { if ((await fetch(`${server}/status`)).ok) break; } catch {}
+      if (i > 100) throw new Error(`WebKitWebDriver did not answer on ${server}: ${log}`);
+      await sleep(100);
+    }
+  };
+  // The driver and the MiniBrowser it started, gone for good.
+  const killDriver = () => {
+    try { execFileSync('pkill', ['-KILL', '-P', String(driver.pid)]); } catch {}
+    driver.kill('SIGKILL');
+  };
+  await startDriver();
   const caps = new Capabilities({ browserName: 'MiniBrowser', 'webkitgtk:browserOptions': { binary: miniBrowser, args: ['--automation'] } });
   let d, main, size = o.viewport;
   // The window's outer size that gives the viewport asked for (the
@@ -372,6 +408,15 @@ async function webkit(o) {
     await resize(size.width, size.height);
   };
   await session();
+  // A new session. A quit or a start that never answers (seen once in CI,
+  // after a framed page) costs the driver: a new WebKitWebDriver is started.
+  const renew = async () => {
+    try { await bounded(15000, d.quit(), 'quit'); } catch {}
+    try { await bounded(60000, session(), 'a new session'); return; } catch (e) { log += `\n(a new session failed: ${e.message}; a new WebKitWebDriver)\n`; }
+    killDriver();
+    await startDriver();
+    await bounded(60000, session(), 'a new session on a new WebKitWebDriver');
+  };
   const version = (await d.getCapabilities()).get('browserVersion');
   const keys = { ArrowRight: Key.ARROW_RIGHT, ArrowLeft: Key.ARROW_LEFT, ArrowUp: Key.ARROW_UP, ArrowDown: Key.ARROW_DOWN, End: Key.END, Home: Key.HOME,
     Escape: Key.ESCAPE, Tab: Key.TAB, Enter: Key.ENTER, PageUp: Key.PAGE_UP, PageDown: Key.PAGE_DOWN, Backspace: Key.BACK_SPACE };
@@ -397,8 +442,7 @@ async function webkit(o) {
     resize,
     reducedMotion: async (on) => {
       await motion(on);
-      try { await d.quit(); } catch {}
-      await session();
+      await renew();
       return 'new MiniBrowser session with GTK\'s gtk-enable-animations (no emulation over WebDriver)';
     },
     popups: async () => {
@@ -425,7 +469,7 @@ async function webkit(o) {
       if (alive !== 'yes' && /crash/i.test(alive)) { await sleep(300); return said() || alive; }
       return said();
     },
-    restart: async () => { try { await d.quit(); } catch {} await session(); },
-    quit: async () => { try { await d.quit(); } finally { stop(); } },
+    restart: renew,
+    quit: async () => { try { await bounded(15000, d.quit(), 'quit'); } catch {} finally { stop(); } },
   };
 }

@@ -41,9 +41,10 @@ else await child(engine);
 // ---------------------------------------------------------------- both engines at once
 async function parent() {
   const t0 = Date.now();
-  const results = await runChildren(fileURLToPath(import.meta.url), ENGINES, [root], 'engines');
+  // About 30 s each; 300 s means a driver that stopped answering.
+  const results = await runChildren(fileURLToPath(import.meta.url), ENGINES, [root], 'engines', 300);
   for (const r of results) {
-    console.log(`engines: ${r.name} took ${r.seconds.toFixed(1)} s, exit ${r.signal ?? r.code}${r.summary ? ` (${r.summary.replace(/^engines \w+: /, '')})` : ''}`);
+    console.log(`engines: ${r.name} took ${r.seconds.toFixed(1)} s, exit ${r.signal ?? r.code}${r.summary ? ` (${r.summary.replace(/^engines \w+: /, '')})` : r.late ? ' (stopped at the deadline of 300 s)' : ''}`);
   }
   console.log(`engines: both in parallel took ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   process.exit(results.every((r) => r.code === 0) ? 0 : 1);

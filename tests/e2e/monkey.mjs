@@ -120,13 +120,15 @@ async function parent() {
   else seeds = [FIXED_SEED, randomInt(1, 2 ** 31)];
   console.log(`monkey: seeds ${seeds.map((s, i) => `${s}${i === 0 && s === FIXED_SEED ? ' (fixed)' : ' (fresh)'}`).join(', ')}; ${ACTIONS} actions per engine and seed; engines ${engines.join(', ')} in parallel`);
   console.log(`monkey: replay one with MONKEY_SEED=<seed> MONKEY_ACTIONS=${ACTIONS} node tests/e2e/monkey.mjs <engine>`);
-  const results = await runChildren(fileURLToPath(import.meta.url), engines, ['--child', `--seeds=${seeds.join(',')}`, root], 'monkey');
+  // About 0.6 s an action in each engine, with room for restarts.
+  const deadline = 180 + Math.ceil(seeds.length * ACTIONS * 1.5);
+  const results = await runChildren(fileURLToPath(import.meta.url), engines, ['--child', `--seeds=${seeds.join(',')}`, root], 'monkey', deadline);
   let passed = 0, failed = 0;
   for (const r of results) {
     const m = /(\d+) passed, (\d+) failed/.exec(r.summary);
     if (m) { passed += Number(m[1]); failed += Number(m[2]); }
     if (!m || r.code !== 0) failed += m ? 0 : 1;
-    console.log(`monkey: ${r.name} took ${r.seconds.toFixed(1)} s, exit ${r.signal ?? r.code}${r.summary ? ` (${r.summary.replace(/^monkey \w+: /, '')})` : ' (no summary: the child died)'}`);
+    console.log(`monkey: ${r.name} took ${r.seconds.toFixed(1)} s, exit ${r.signal ?? r.code}${r.summary ? ` (${r.summary.replace(/^monkey \w+: /, '')})` : (r.late ? ` (stopped at the deadline of ${deadline} s: a driver or page that never answered)` : ' (no summary: the child died)')}`);
   }
   console.log(`monkey: seeds ${seeds.join(', ')}; the engines in parallel took ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   console.log(`monkey: ${passed} passed, ${failed} failed`);
@@ -338,9 +340,15 @@ window.__khBig = ${bigText};
     const started = Date.now();
     // Each seed starts as a new reader: a new browser, the default size,
     // motion as the system has it.
-    if (name === 'chromium') { await browser.restart(); await browser.reducedMotion(false); }
-    else await browser.reducedMotion(false); // starts the browser again, as it was at first
-    await browser.resize(1600, 1000);
+    const fresh = async () => {
+      if (name === 'chromium') { await browser.restart(); await browser.reducedMotion(false); }
+      else await browser.reducedMotion(false); // starts the browser again, as it was at first
+      await browser.resize(1600, 1000);
+    };
+    try { await within(150000, fresh(), 'a new browser'); } catch (e) {
+      console.log(`FINDING seed ${seed}, before action 1: the browser could not start: ${e.message}`);
+      return { line: `${name}: seed ${seed}: not run (the browser could not start: ${e.message})`, findings: 1 };
+    }
     browser.drain(); browser.requests();
     const st = { framed: false, href: '', loads: 0, motion: false, editorDone: 0 };
     const findings = [], recent = [];
