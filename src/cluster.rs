@@ -94,8 +94,9 @@ pub fn PastePanel() -> impl IntoView {
             folded.set(true);
             // Focus moves from the box to the line that replaced it (no tab
             // stop of its own, so the shortcuts work from there).
+            // A frame later the panel may be gone (a switch of scenario).
             request_animation_frame(move || {
-                if let Some(el) = line.get_untracked() {
+                if let Some(el) = line.try_get_untracked().flatten() {
                     let _ = el.focus();
                 }
             });
@@ -104,13 +105,13 @@ pub fn PastePanel() -> impl IntoView {
     let unfold = move |_| {
         folded.set(false);
         request_animation_frame(move || {
-            if let Some(t) = area.get_untracked() {
+            if let Some(t) = area.try_get_untracked().flatten() {
                 let _ = t.focus();
             }
         });
     };
     let take = move |name: String, text: String| {
-        if let Some(t) = area.get_untracked() {
+        if let Some(t) = area.try_get_untracked().flatten() {
             t.set_value(if text.len() > SHOW_MAX { "" } else { &text });
         }
         p.pasted_name.set(name);
@@ -151,7 +152,8 @@ pub fn PastePanel() -> impl IntoView {
         let r2 = reader.clone();
         let onload = Closure::once_into_js(move || {
             let text = r2.result().ok().and_then(|v| v.as_string()).unwrap_or_default();
-            fold_when_read.set(true);
+            // The file may be read after the panel is gone: the paste is the player's, and kept.
+            let _ = fold_when_read.try_set(true);
             take(name, text);
         });
         reader.set_onload(Some(onload.unchecked_ref()));

@@ -134,7 +134,8 @@ fn said(player: crate::player::Player) -> Memo<Said> {
     let slow = RwSignal::new(false);
     Effect::new(move |_| {
         if player.checking.get() {
-            set_timeout(move || slow.set(player.checking.get_untracked()), SAY_CHECKING_AFTER);
+            // The editor may be gone by then (a switch of scenario).
+            set_timeout(move || { let _ = slow.try_set(player.checking.get_untracked()); }, SAY_CHECKING_AFTER);
         } else {
             slow.set(false);
         }

@@ -278,7 +278,7 @@ fn watch_height(player: Player, parent: web_sys::Window) {
     let layout = expect_context::<Ctx>().layout;
     let measure = move || {
         let Some(h) = preferred_height(layout) else { return };
-        if h != last.get_value() {
+        if last.try_get_value().is_some_and(|was| was != h) {
             last.set_value(h);
             send(&parent, &player.display.get_untracked(), &Event::Height(h));
         }
@@ -378,14 +378,16 @@ pub fn EmbedButton() -> impl IntoView {
         if let Some(d) = dialog.get() {
             let _ = d.show_modal();
         }
+        // The clipboard answers later, when the button may be gone (a
+        // new scenario drawn meanwhile): then nobody is waiting to hear it.
         leptos::task::spawn_local(async move {
             match crate::browser::copy_text(&text).await {
-                Ok(()) => status.set("Copied to the clipboard.".into()),
+                Ok(()) => { let _ = status.try_set("Copied to the clipboard.".into()); }
                 Err(why) => {
-                    if let Some(a) = area.get_untracked() {
+                    if let Some(a) = area.try_get_untracked().flatten() {
                         crate::browser::select_contents(&a);
                     }
-                    status.set(crate::browser::copy_by_hand(&why));
+                    let _ = status.try_set(crate::browser::copy_by_hand(&why));
                 }
             }
         });

@@ -414,18 +414,22 @@ impl CopyState {
 
     fn copy(self, text: String, shown: NodeRef<leptos::html::Code>) {
         self.0.set(None);
+        // The clipboard answers later, and "Copied" goes back to "Copy"
+        // later still: by then the panel may be gone (another step).
         leptos::task::spawn_local(async move {
             let done = crate::browser::copy_text(&text).await;
             if done.is_err() {
-                if let Some(el) = shown.get_untracked() {
+                if let Some(el) = shown.try_get_untracked().flatten() {
                     crate::browser::select_contents(&el);
                 }
             }
             let ok = done.is_ok();
-            self.0.set(Some(done));
-            // "Copied" goes back to "Copy" after a while; a refusal stays.
+            if self.0.try_set(Some(done)).is_some() {
+                return;
+            }
+            // A refusal stays.
             if ok {
-                set_timeout(move || { if matches!(self.0.get_untracked(), Some(Ok(()))) { self.0.set(None) } }, std::time::Duration::from_secs(3));
+                set_timeout(move || { if matches!(self.0.try_get_untracked(), Some(Some(Ok(())))) { let _ = self.0.try_set(None); } }, std::time::Duration::from_secs(3));
             }
         });
     }

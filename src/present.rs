@@ -54,7 +54,7 @@ impl Present {
         leptos::task::spawn_local(async move {
             // Refused, presenting goes on inside the frame; the reader hears why.
             if let Err(why) = crate::browser::fullscreen(&root).await {
-                if on.get_untracked() {
+                if on.try_get_untracked() == Some(true) {
                     crate::browser::tell(notices, format!("{}. Esc or P leaves.", why.0));
                 }
             }
