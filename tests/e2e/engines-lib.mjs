@@ -14,7 +14,8 @@
 //
 // Every driver gives: version, goto, reload, back, eval (a function and its
 // arguments, in the page), evalFrame (in the page's first iframe), press (a
-// key), click and type (at a CSS selector, as a user would), clickFrame (in
+// key), click and type (at a CSS selector, as a user would; click takes
+// { force, timeout }, which Chromium's actionability wait reads), clickFrame (in
 // the iframe), resize (the viewport, in CSS pixels), reducedMotion (emulate
 // prefers-reduced-motion, or say why it cannot), popups (close the other
 // windows; say how many), drain (console errors since the last drain),
@@ -263,8 +264,10 @@ async function chromium(o) {
     eval: (fn, ...a) => page.evaluate(applied(fn, a)),
     evalFrame: (fn, ...a) => frame().evaluate(applied(fn, a)),
     press: (key) => page.keyboard.press(key),
-    click: (sel) => page.click(sel, { timeout: 2000 }),
-    clickFrame: (sel) => frame().click(sel, { timeout: 5000 }),
+    // force: no wait for the element to stand still (the monkey has checked in
+    // the page that the pointer reaches it; a reader clicks a moving control).
+    click: (sel, { force = false, timeout = 2000 } = {}) => page.click(sel, { timeout, force }),
+    clickFrame: (sel, { force = false, timeout = 5000 } = {}) => frame().click(sel, { timeout, force }),
     type: (sel, text) => page.type(sel, text, { timeout: 2000 }),
     resize: (w, h) => page.setViewportSize({ width: w, height: h }),
     reducedMotion: async (on) => { await page.emulateMedia({ reducedMotion: on ? 'reduce' : 'no-preference' }); return 'emulated (playwright emulateMedia)'; },

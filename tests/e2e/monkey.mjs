@@ -355,7 +355,7 @@ window.__khBig = ${bigText};
     const counts = { refusals: 0, actions: 0, missed: 0, aborted: 0, notes: 0, printed: 0, popups: 0, loads: 0, restarts: 0, checks: 0 };
     const kinds = {};
     const E = (fn, ...a) => (st.framed ? browser.evalFrame(fn, ...a) : browser.eval(fn, ...a));
-    const click = (sel) => (st.framed ? browser.clickFrame(sel) : browser.click(sel));
+    const click = (sel, o) => (st.framed ? browser.clickFrame(sel, o) : browser.click(sel, o));
     const finding = (i, action, what) => {
       findings.push({ i, action, what });
       console.log(`FINDING seed ${seed}, action ${i} (${action}) at ${short(st.href)}: ${what}`);
@@ -538,7 +538,10 @@ window.__khBig = ${bigText};
         }, r.next());
         if (!got) return 'click: no visible control';
         st.doing = `click ${got}`;
-        await click('[data-monkey]');
+        // Reachable was checked above: a reader clicks a control that moves.
+        // A click that cannot land in 1.5 s is a miss (a frame that will not
+        // scroll its control into view): waiting longer finds nothing more.
+        await click('[data-monkey]', { force: true, timeout: 1500 });
         if (/Presenter view/.test(got)) counts.popups += await browser.popups();
         return `click ${got}`;
       },
