@@ -228,19 +228,26 @@ function netLog() {
   };
 }
 
+/// A page's console errors and uncaught errors (into `errors`) and its
+/// requests (into `net`): Playwright and Puppeteer name the events alike.
+function watchPage(p, errors, net) {
+  p.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  p.on('pageerror', (e) => errors.push(String(e)));
+  p.on('request', (r) => net.request(r.url()));
+  p.on('response', (r) => net.status(r.url(), r.status()));
+  p.on('requestfailed', (r) => { if (!/^(blob|data):/.test(r.url())) net.failed(r.url(), r.failure()?.errorText ?? '?'); });
+}
+
 async function chromium(o) {
   const { chromium: pw } = await import('playwright-core');
   const executablePath = process.env.CHROMIUM_BIN ?? '/usr/bin/chromium';
   const args = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
     '--disable-component-update', '--disable-sync'];
-  let context, page, errors = [], crash = '';
+  let context, page, crash = '';
+  const errors = [];
   const net = netLog();
   const watch = (p) => {
-    p.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-    p.on('pageerror', (e) => errors.push(String(e)));
-    p.on('request', (r) => net.request(r.url()));
-    p.on('response', (r) => net.status(r.url(), r.status()));
-    p.on('requestfailed', (r) => { if (!/^(blob|data):/.test(r.url())) net.failed(r.url(), r.failure()?.errorText ?? '?'); });
+    watchPage(p, errors, net);
     p.on('crash', () => { crash = 'the page crashed (playwright\'s crash event)'; });
   };
   const start = async () => {
@@ -273,7 +280,7 @@ async function chromium(o) {
     reducedMotion: async (on) => { await page.emulateMedia({ reducedMotion: on ? 'reduce' : 'no-preference' }); return 'emulated (playwright emulateMedia)'; },
     popups: async () => { const others = context.pages().filter((p) => p !== page); for (const p of others) await p.close(); return others.length; },
     screenshot: (path) => page.screenshot({ path }),
-    drain: () => { const e = errors; errors = []; return e; },
+    drain: () => errors.splice(0),
     requests: () => net.drain(),
     allow: net.allow,
     crashed: async () => { const c = crash; crash = ''; return c; },
@@ -287,15 +294,10 @@ async function firefox(o) {
   const executablePath = process.env.FIREFOX_BIN ?? which('firefox-esr');
   if (!executablePath) throw new Error('firefox-esr is not on PATH (scripts/setup installs it)');
   const downloads = await mkdtemp(join(tmpdir(), 'kubehops-firefox-downloads-'));
-  let browser, page, errors = [], reduced = false, size = o.viewport;
+  let browser, page, reduced = false, size = o.viewport;
+  const errors = [];
   const net = netLog();
-  const watch = (p) => {
-    p.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-    p.on('pageerror', (e) => errors.push(String(e)));
-    p.on('request', (r) => net.request(r.url()));
-    p.on('response', (r) => net.status(r.url(), r.status()));
-    p.on('requestfailed', (r) => { if (!/^(blob|data):/.test(r.url())) net.failed(r.url(), r.failure()?.errorText ?? '?'); });
-  };
+  const watch = (p) => watchPage(p, errors, net);
   // prefers-reduced-motion has no emulation over BiDi: it is Firefox's
   // preference ui.prefersReducedMotion, set when the browser starts.
   const start = async () => {
@@ -337,7 +339,7 @@ async function firefox(o) {
     },
     popups: async () => { const others = (await browser.pages()).filter((p) => p !== page); for (const p of others) await p.close(); return others.length; },
     screenshot: (path) => page.screenshot({ path }),
-    drain: () => { const e = errors; errors = []; return e; },
+    drain: () => errors.splice(0),
     requests: () => net.drain(),
     allow: net.allow,
     crashed: async () => '',
