@@ -1,5 +1,6 @@
-//! The page: wires the player to the URL, the keyboard and the clock, and
-//! lays out the navigation, the canvas and the panels.
+//! The page: wires the player to the URL, the title and the clock, and
+//! lays out the navigation, the canvas and the panels. The shared state is
+//! in `room`, the keys in `keys`, the stage scheduler in `stages`.
 
 use crate::canvas::Canvas;
 use crate::controls::{Controls, Demos, ParamControls, Settings, StepIndicator};
@@ -9,41 +10,13 @@ use crate::nodes::{ConntrackPanel, HostPanels, RulesPanel};
 use crate::panels::{Comparison, Evidence, HopDetail, KubectlPanel, Legend, ManifestPanel, Narration, Notices};
 use crate::player::Player;
 use crate::read::{LiveRegion, PrintTranscript, ReadTools, TranscriptPage};
+use crate::room::{provide_ctx, Ctx};
+use crate::stages::{staged_here, shown_step, Later, Stage};
 use kubehops_core::link::Mode;
-use kubehops_core::scenarios::{Scenario, Step, CATALOG};
-use kubehops_core::scene::{frame, Frame, Layout, Moment};
+use kubehops_core::scenarios::CATALOG;
+use kubehops_core::scene::Frame;
 use leptos::ev;
 use leptos::prelude::*;
-
-/// Everything the components read: the player and what is derived from it.
-#[derive(Clone, Copy)]
-pub struct Ctx {
-    pub player: Player,
-    /// Computed from the scenario's actors; the same for every parameter
-    /// value of one scenario, so the picture does not jump.
-    pub layout: Memo<Layout>,
-    pub frame: Memo<Frame>,
-    /// The frame without its progress: what the panels read, so they are
-    /// worked out again when a hop starts or ends, not on every frame of
-    /// a flight (the canvas alone follows the token).
-    pub moment: Memo<Moment>,
-    /// 0 for the animation's canvas; n for the transcript's still picture
-    /// of step n (its frame is that step's end).
-    pub figure: usize,
-}
-
-impl Ctx {
-    /// Runs `f` on the scenario.
-    pub fn with_scenario<T>(&self, f: impl FnOnce(&Scenario) -> T) -> T {
-        self.player.scenario.with(|s| f(s))
-    }
-
-    /// Runs `f` on the current step of the scenario.
-    pub fn with_step<T>(&self, f: impl FnOnce(&Step) -> T) -> Option<T> {
-        let s = self.moment.get().step;
-        self.player.scenario.with(|sc| sc.steps.get(s).map(f))
-    }
-}
 
 fn now_ms() -> f64 {
     window().performance().map_or(0.0, |p| p.now())
@@ -59,93 +32,6 @@ fn run_clock(player: Player, running: RwSignal<bool>, last: f64) {
             running.set(false);
         }
     });
-}
-
-/// What a key press asks the player to do.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Key {
-    PlayPause,
-    NextStep,
-    PreviousStep,
-    NextHop,
-    PreviousHop,
-    Restart,
-    End,
-}
-
-/// Where a key press lands, as far as the shortcuts care.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum Target {
-    /// Nothing in particular has focus (the body, or an element that
-    /// cannot take focus).
-    Page,
-    /// A focusable element (button, summary, link, a scrollable list with
-    /// tabindex="0"): Space, Home and End keep their own meaning there.
-    Focusable,
-    /// A focusable element that scrolls: Page Up and Page Down scroll it.
-    Scroller,
-    /// A select (the speed): its keys are its own, except the Page keys,
-    /// so a presenter's clicker still steps after the speed was changed.
-    Select,
-    /// A text field or editable text: every key is its own.
-    Input,
-}
-
-impl Key {
-    fn from_name(name: &str) -> Option<Key> {
-        Some(match name {
-            " " | "Spacebar" => Key::PlayPause,
-            // Presenter clickers send Page Down and Page Up.
-            "ArrowRight" | "PageDown" => Key::NextStep,
-            "ArrowLeft" | "PageUp" => Key::PreviousStep,
-            "." | "]" => Key::NextHop,
-            "," | "[" => Key::PreviousHop,
-            "Home" => Key::Restart,
-            "End" => Key::End,
-            _ => return None,
-        })
-    }
-
-    /// Whether the shortcut takes the key `name`, rather than the element
-    /// it was pressed on.
-    fn applies_to(self, name: &str, target: Target) -> bool {
-        // Space clicks a button and opens a summary; Home and End scroll a
-        // list. Arrows and the hop keys stay shortcuts everywhere but in
-        // fields, and Page keys too unless the focused element scrolls.
-        let its_own = matches!(self, Key::PlayPause | Key::Restart | Key::End);
-        match target {
-            Target::Page => true,
-            Target::Input => false,
-            Target::Select => matches!(name, "PageDown" | "PageUp"),
-            Target::Focusable => !its_own,
-            Target::Scroller => !its_own && !matches!(name, "PageDown" | "PageUp"),
-        }
-    }
-}
-
-impl Target {
-    pub(crate) fn of(e: &web_sys::KeyboardEvent) -> Target {
-        use wasm_bindgen::JsCast;
-        let Some(el) = e.target().and_then(|t| t.dyn_into::<web_sys::Element>().ok()) else { return Target::Page };
-        let tag = el.tag_name().to_ascii_lowercase();
-        match tag.as_str() {
-            "select" => return Target::Select,
-            "input" | "textarea" => return Target::Input,
-            _ => {}
-        }
-        let Some(h) = el.dyn_ref::<web_sys::HtmlElement>() else { return Target::Page };
-        if h.is_content_editable() {
-            return Target::Input;
-        }
-        if tag == "body" || tag == "html" || h.tab_index() < 0 {
-            return Target::Page;
-        }
-        if el.scroll_height() > el.client_height() {
-            Target::Scroller
-        } else {
-            Target::Focusable
-        }
-    }
 }
 
 #[component]
@@ -170,9 +56,9 @@ pub fn App() -> impl IntoView {
     // canvas is drawn.
     staged_here(move || {
         drive_clock(player);
-        listen_to_keys(player);
+        crate::keys::listen_to_keys(player);
     });
-    crate::staged(move || ctx.layout.with_untracked(|_| ()));
+    crate::stages::staged(move || ctx.layout.with_untracked(|_| ()));
     if display.embed {
         crate::embed::connect_host(player);
         return view! { <EmbedPage/> }.into_any();
@@ -181,35 +67,8 @@ pub fn App() -> impl IntoView {
     view! { <Page frame=ctx.frame/> }.into_any()
 }
 
-/// `crate::staged`, run under the reactive owner of the caller, so what
-/// `f` sets up (effects, listeners) lives and ends with it.
-fn staged_here(f: impl FnOnce() + 'static) {
-    let owner = Owner::current();
-    crate::staged(move || match owner {
-        Some(o) => o.with(f),
-        None => f(),
-    });
-}
-
 fn prefers_reduced_motion() -> bool {
     window().match_media("(prefers-reduced-motion: reduce)").ok().flatten().is_some_and(|m| m.matches())
-}
-
-/// The frame's moment, as the panels read it (`Ctx::moment`).
-pub fn moment_of(frame: Memo<Frame>) -> Memo<Moment> {
-    Memo::new(move |_| frame.with(Frame::moment))
-}
-
-/// Derives the layout and the frame from the player, and provides them.
-fn provide_ctx(player: Player) -> Ctx {
-    let layout = Memo::new(move |_| player.scenario.with(|s| Layout::for_scenario(s)));
-    let frame = Memo::new(move |_| {
-        let (s, p) = (player.step.get(), player.shown_progress());
-        player.scenario.with(|sc| frame(sc, s, p))
-    });
-    let ctx = Ctx { player, layout, frame, moment: moment_of(frame), figure: 0 };
-    provide_context(ctx);
-    ctx
 }
 
 /// The URL opens a scenario and a state, and later changes to the hash do
@@ -296,34 +155,6 @@ fn drive_clock(player: Player) {
         if player.playing.get() && !running.get_untracked() {
             running.set(true);
             run_clock(player, running, now_ms());
-        }
-    });
-}
-
-/// The keyboard shortcuts, on the whole window.
-fn listen_to_keys(player: Player) {
-    let _ = window_event_listener(ev::keydown, move |e: web_sys::KeyboardEvent| {
-        if e.ctrl_key() || e.meta_key() || e.alt_key() || e.default_prevented() {
-            return;
-        }
-        let name = e.key();
-        let Some(key) = Key::from_name(&name) else { return };
-        // The transcript does not play: its keys are the page's.
-        if player.view.get_untracked() == Mode::Transcript {
-            return;
-        }
-        if !key.applies_to(&name, Target::of(&e)) {
-            return;
-        }
-        e.prevent_default();
-        match key {
-            Key::PlayPause => player.toggle(),
-            Key::NextStep => player.next(),
-            Key::PreviousStep => player.previous(),
-            Key::NextHop => player.next_hop(),
-            Key::PreviousHop => player.previous_hop(),
-            Key::Restart => player.restart(),
-            Key::End => player.show_end(),
         }
     });
 }
@@ -446,36 +277,6 @@ fn Animation() -> impl IntoView {
             </main>
             <PrintTranscript/>
     }
-}
-
-/// Its children, drawn in a task of their own after the page is shown
-/// and painted: a timeout per `Later`, so two of them are two tasks, not
-/// one.
-#[component]
-fn Later(children: ChildrenFn) -> impl IntoView {
-    drawn_when(crate::after_shown, children)
-}
-
-/// Its children, drawn in a task of their own while the page is built
-/// behind the first frame (`crate::staged`), or at once after that: a part
-/// of what the first frame shows, so none of the start-up tasks is long.
-#[component]
-pub fn Stage(children: ChildrenFn) -> impl IntoView {
-    drawn_when(crate::staged, children)
-}
-
-/// `children`, drawn when `schedule` runs the work it is handed.
-fn drawn_when(schedule: fn(Box<dyn FnOnce()>), children: ChildrenFn) -> impl IntoView {
-    let ready = RwSignal::new(false);
-    schedule(Box::new(move || { let _ = ready.try_set(true); }));
-    move || ready.get().then(|| children())
-}
-
-/// The page's step for its `data-step`, once the page is shown: the
-/// attribute says what is on screen, and before that the first frame is.
-pub fn shown_step(player: Player) -> impl Fn() -> Option<usize> + Clone {
-    let shown = crate::shown();
-    move || shown.get().then(|| player.step.get() + 1)
 }
 
 /// One entry per scenario of the registry: real links, so the keyboard,

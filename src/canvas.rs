@@ -4,7 +4,8 @@
 //! Each layer is a narrow memo, so an animation tick only moves the token
 //! and the camera.
 
-use crate::app::{Ctx, Stage};
+use crate::room::Ctx;
+use crate::stages::Stage;
 use kubehops_core::decimal::{fixed, trimmed};
 use kubehops_core::scene::camera::Viewport;
 use kubehops_core::scene::drawing::{self, Group, HopPlan, Trail, ARROW_LEN, ARROW_W};

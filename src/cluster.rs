@@ -8,7 +8,7 @@
 //! touch the text: it stays in the box as the user left it. Nothing is
 //! sent off the machine; the page says so before anything is pasted.
 
-use crate::app::Ctx;
+use crate::room::Ctx;
 use kubehops_core::scenarios::{self, your_cluster, ParamSpec};
 use crate::worker::Status;
 use kubehops_core::scenarios::Scenario;

@@ -3,7 +3,7 @@
 //! the scenario's parameters as controls (tabs, buttons, switches), its
 //! demos and the random pick switch.
 
-use crate::app::Ctx;
+use crate::room::Ctx;
 use crate::player::{next_seed, Chosen, SPEEDS};
 use kubehops_core::scenarios::{Choice, ChoiceStyle, ParamKind, ParamSpec, Value};
 use leptos::prelude::*;

@@ -4,7 +4,7 @@
 //! (`crate::worker`, with kubehops-objects's reader and the core), and the
 //! refusal comes back as rows with their lines.
 
-use crate::app::Ctx;
+use crate::room::Ctx;
 use crate::worker::Status;
 use kubehops_core::compact;
 use kubehops_core::scenarios::starting_text;

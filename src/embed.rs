@@ -4,7 +4,8 @@
 //! `<iframe>` snippet. What messages mean is decided in
 //! `kubehops_core::embed::protocol`; here they are only converted.
 
-use crate::app::{Ctx, Stage};
+use crate::room::Ctx;
+use crate::stages::Stage;
 use crate::canvas::Canvas;
 use crate::controls::{Controls, StepIndicator};
 use crate::panels::{Narration, Notices};
@@ -286,7 +287,7 @@ fn watch_height(player: Player, parent: web_sys::Window) {
     let m2 = measure.clone();
     let _ = window_event_listener(ev::resize, move |_| m2());
     // Behind the first frame the page has no size yet: measured once shown.
-    let shown = crate::shown();
+    let shown = crate::stages::shown();
     Effect::new(move |_| {
         let _ = (player.step.get(), player.scenario_id.get(), player.params.get(), player.notices.get());
         if !shown.get() {
@@ -320,7 +321,7 @@ pub fn EmbedPage() -> impl IntoView {
         <div
             class="kh kh-embed"
             class:kh-controls-none=move || mode() == ControlsMode::None
-            data-step=crate::app::shown_step(p)
+            data-step=crate::stages::shown_step(p)
             data-playing=move || p.playing.get().to_string()
             data-controls=move || mode().as_str()
             aria-busy=move || p.busy().then_some("true")

@@ -5,7 +5,7 @@
 //! in the system font stack. The PNG is that SVG drawn on a canvas at
 //! twice its size. The file name comes from the core.
 
-use crate::app::Ctx;
+use crate::room::Ctx;
 use kubehops_core::scene::describe::file_stem;
 use leptos::prelude::*;
 use wasm_bindgen::closure::Closure;

@@ -3,7 +3,7 @@
 //! `conntrack -L`. The core computes what each shows
 //! (`scene::panels`); these only render it.
 
-use crate::app::Ctx;
+use crate::room::Ctx;
 use crate::panels::table_tag;
 use kubehops_core::dataplane::rules::RuleTable;
 use kubehops_core::scene::panels::{conntrack_panel, rules_panel, CtEntry, PanelLine};

@@ -1,7 +1,7 @@
 //! The panels beside the canvas: narration, the current hop, the manifest,
 //! kubectl's output, the legend, the comparison table and URL notices.
 
-use crate::app::Ctx;
+use crate::room::Ctx;
 use crate::player::Chosen;
 use kubehops_core::scene::style::{hop_style, kind_style, KINDS, WHAT_IF_DASH};
 use kubehops_core::dataplane::rules::RuleTable;

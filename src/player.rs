@@ -400,7 +400,7 @@ impl Player {
         });
         // The worker is started once the page is shown, so the first
         // change of parameters does not wait for its wasm.
-        crate::after_shown(move || crate::worker::warm(p.builder));
+        crate::stages::after_shown(move || crate::worker::warm(p.builder));
     }
 
     fn send(self, job: Job) {
@@ -742,7 +742,7 @@ impl Player {
         self.chosen.update(|cs| cs.push(c));
         if first {
             let (p, id) = (*self, self.scenario_id.get_untracked());
-            crate::after_paint(move || p.apply_chosen(&id));
+            crate::stages::after_paint(move || p.apply_chosen(&id));
         }
     }
 

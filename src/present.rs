@@ -8,7 +8,8 @@
 //! panels while presenting, `N` opens the presenter view; Page Up and
 //! Page Down step, as everywhere.
 
-use crate::app::{Ctx, Target};
+use crate::keys::Target;
+use crate::room::Ctx;
 use kubehops_core::scene::style::hop_style;
 use crate::embed::{to_data, to_js};
 use crate::player::Player;

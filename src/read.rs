@@ -4,7 +4,7 @@
 //! transcript link, print and the downloads. The words all come from the
 //! core (`scene::transcript`, `scene::describe`).
 
-use crate::app::Ctx;
+use crate::room::Ctx;
 use crate::canvas::Canvas;
 use kubehops_core::link::{self, Link, Mode};
 use kubehops_core::scenarios::Params;
@@ -240,5 +240,5 @@ fn StillFigure(step: usize) -> impl IntoView {
         })
     });
     // A child owner, so the figure's context stays with its canvas.
-    view! { <Provider value=Ctx { frame, moment: crate::app::moment_of(frame), figure: step + 1, ..base }><div class="kh-still"><Canvas/></div></Provider> }
+    view! { <Provider value=Ctx { frame, moment: crate::room::moment_of(frame), figure: step + 1, ..base }><div class="kh-still"><Canvas/></div></Provider> }
 }

@@ -4,7 +4,7 @@
 //! Which terms a step uses comes from the core (`scene::terms`), never
 //! from the words on screen.
 
-use crate::app::Ctx;
+use crate::room::Ctx;
 use kubehops_core::glossary::Term;
 use kubehops_core::scene::terms::step_terms;
 use leptos::prelude::*;

@@ -281,9 +281,9 @@ fn start(kind: Kind) -> Option<Rc<RefCell<Handle>>> {
         // cluster's scenario and drawing the page for it are two tasks,
         // not one long one.
         let bytes = js_sys::Uint8Array::new(&data).to_vec();
-        crate::after_paint(move || match postcard::from_bytes::<Reply>(&bytes) {
+        crate::stages::after_paint(move || match postcard::from_bytes::<Reply>(&bytes) {
             Ok(Reply { answer: Answer::Unreadable(why), .. }) => fail(why),
-            Ok(reply) => crate::then(move || take(reply)),
+            Ok(reply) => crate::stages::then(move || take(reply)),
             Err(e) => fail(format!("its answer could not be read ({e})")),
         });
     });
