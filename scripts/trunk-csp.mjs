@@ -56,8 +56,10 @@ const worker = 'kubehops-worker';
   const js = await readFile(join(dir, `${worker}.js`));
   const wasm = await readFile(join(dir, `${worker}_bg.wasm`));
   // A wasm that fails to arrive or compile rejects a promise, which the
-  // page would never hear of (only uncaught errors reach it): say it.
-  const loader = (b) => `importScripts("./${b}.js");wasm_bindgen("./${b}_bg.wasm").catch((e) => postMessage("failed: " + e));\n`;
+  // page would never hear of (only uncaught errors reach it): say it. The
+  // loader first says it runs, so the page can tell a script that never
+  // ran (WebKit, after a step back in history) from a slow wasm.
+  const loader = (b) => `postMessage("loading");importScripts("./${b}.js");wasm_bindgen("./${b}_bg.wasm").catch((e) => postMessage("failed: " + e));\n`;
   const h = createHash('sha256').update(js).update(wasm).update(loader('')).digest('hex').slice(0, 16);
   const base = `${worker}-${h}`;
   await writeFile(join(dir, `${base}.js`), js);

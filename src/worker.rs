@@ -9,9 +9,11 @@
 //! is not on the page's critical path, and the page's own wasm has none
 //! of them. Until the worker says it is ready, the newest request of each
 //! kind waits here; after that each request goes at once, and only the
-//! answer to the newest of its kind is taken. If the worker cannot start,
-//! or stops, the page says so and the next request starts a new one; what
-//! the user typed or pasted is never lost.
+//! answer to the newest of its kind is taken. A worker that cannot start
+//! (its script not loaded, or not run in [`LOADER_WAIT`]) is replaced by a
+//! new one for the same requests, up to [`START_TRIES`] workers. If none
+//! starts, or one stops, the page says so and the next request starts a
+//! new one; what the user typed or pasted is never lost.
 
 use kubehops_core::scenarios::Params;
 use kubehops_core::worker::{Answer, Built, Job, Kind, Reply, Request};
@@ -50,11 +52,27 @@ fn loader_url() -> String {
 
 struct Handle {
     worker: web_sys::Worker,
+    /// Whether its loader said it runs ("loading").
+    heard: bool,
     /// Whether the worker said "ready"; before that messages would be lost.
     ready: bool,
     /// The newest request of each kind not yet sent (only before "ready").
     waiting: Vec<Request>,
+    /// How many workers were started before this one for the same
+    /// requests, each of which could not start.
+    tries: u32,
 }
+
+/// How many workers are started for the same requests before the page
+/// says the model could not start. WebKit, going back in history, now and
+/// then fails to load a worker's script (an error event), or never runs
+/// it; a new worker loads it (found by tests/e2e/monkey.mjs).
+const START_TRIES: u32 = 3;
+
+/// How long the worker's loader, a few hundred bytes, may take to say it
+/// runs before it is taken for stuck and a new worker started. Fetching
+/// and compiling the worker's wasm after that has no limit here.
+const LOADER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The number of the newest request of each kind, and of the newest
 /// answered: only the answer to the newest is taken, and the worker is
@@ -251,14 +269,16 @@ fn start(kind: Kind) -> Option<Rc<RefCell<Handle>>> {
         }
     };
     set_status(kind, Status::Starting);
-    let handle = Rc::new(RefCell::new(Handle { worker: worker.clone(), ready: false, waiting: Vec::new() }));
+    let handle = Rc::new(RefCell::new(Handle { worker: worker.clone(), heard: false, ready: false, waiting: Vec::new(), tries: 0 }));
     let h = handle.clone();
     let on_message = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
         let data = ev.data();
         if let Some(text) = data.as_string() {
             if let Some(why) = text.strip_prefix("failed: ") {
                 // Its loader could not fetch or compile the wasm.
-                fail(why.to_string());
+                retry_or_fail(h.clone(), why.to_string());
+            } else if text == "loading" {
+                h.borrow_mut().heard = true;
             } else if text == "ready" {
                 let mut h = h.borrow_mut();
                 h.ready = true;
@@ -291,17 +311,63 @@ fn start(kind: Kind) -> Option<Rc<RefCell<Handle>>> {
     // could not be fetched (a network failure, a page left while it
     // loaded) as a plain Event with no message, whose `message` must not
     // be read as a string.
+    let h = handle.clone();
     let on_error = Closure::<dyn FnMut(web_sys::Event)>::new(move |ev: web_sys::Event| {
         ev.prevent_default();
         let why = ev.dyn_ref::<web_sys::ErrorEvent>().map(|e| e.message()).unwrap_or_default();
-        fail(if why.is_empty() { "its script did not load".to_string() } else { why });
+        retry_or_fail(h.clone(), if why.is_empty() { "its script did not load".to_string() } else { why });
     });
     worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
     on_message.forget();
     on_error.forget();
     WORKER.with(|w| *w.borrow_mut() = Some(handle.clone()));
+    let watched = handle.clone();
+    leptos::prelude::set_timeout(
+        move || {
+            if !watched.borrow().heard && is_current(&watched) {
+                retry_or_fail(watched, format!("its script did not start in {} s", LOADER_WAIT.as_secs()));
+            }
+        },
+        LOADER_WAIT,
+    );
     Some(handle)
+}
+
+/// Whether `h` is the page's worker (not one given up since).
+fn is_current(h: &Rc<RefCell<Handle>>) -> bool {
+    WORKER.with(|w| w.borrow().as_ref().is_some_and(|c| Rc::ptr_eq(c, h)))
+}
+
+/// A worker that could not start: a new one for the same requests, a
+/// moment later, or after [`START_TRIES`] the page says why. A worker
+/// that once said "ready" and then failed is not started again here: the
+/// next request starts a new one.
+fn retry_or_fail(old: Rc<RefCell<Handle>>, why: String) {
+    let (ready, tries) = { let h = old.borrow(); (h.ready, h.tries) };
+    if ready || tries + 1 >= START_TRIES || !is_current(&old) {
+        fail(why);
+        return;
+    }
+    old.borrow().worker.terminate();
+    // Requests sent meanwhile wait in the old handle, which is still the
+    // page's worker until the new one is started.
+    leptos::prelude::set_timeout(
+        move || {
+            if !is_current(&old) {
+                return;
+            }
+            WORKER.with(|w| *w.borrow_mut() = None);
+            let waiting = std::mem::take(&mut old.borrow_mut().waiting);
+            let kind = waiting.first().map_or(Kind::Build, |r| r.job.kind());
+            if let Some(new) = start(kind) {
+                let mut n = new.borrow_mut();
+                n.tries = tries + 1;
+                n.waiting = waiting;
+            }
+        },
+        std::time::Duration::from_millis(250 << tries),
+    );
 }
 
 /// An answer: taken if it is to the newest request of its kind.
