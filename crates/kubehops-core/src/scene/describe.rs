@@ -98,7 +98,9 @@ pub fn caption(s: &Scenario, step: usize, current: Option<usize>) -> Caption {
 /// registry's line), what the picture shows, column by column as the
 /// scenario has them, and what to press.
 fn intro(s: &Scenario, step: usize, hops: usize) -> String {
-    let about = crate::scenarios::REGISTRY.iter().find(|e| e.id == s.id).map_or_else(String::new, |e| format!("{}. ", e.blurb.trim_end_matches('.')));
+    // `about`, not the registry: the page's wasm must not reach the
+    // builders (the registry's entries point to them; the catalog does not).
+    let about = crate::scenarios::about(&s.id).map_or_else(String::new, |e| format!("{}. ", e.blurb.trim_end_matches('.')));
     format!("{about}{}", picture(s, step, hops))
 }
 
