@@ -481,8 +481,14 @@ window.__khBig = ${bigText};
         await sleep(200);
       }
       if (!what) {
+        // What tells where start-up stopped: the first frame still up, the
+        // worker's loader fetched (and when), the builds asked for.
         const seen = await E(() => ({ title: document.title, kh: !!document.querySelector('.kh'), canvas: !!document.querySelector('.kh-canvas'),
-          svg: document.querySelector('.kh-canvas svg')?.getBoundingClientRect().toJSON(), text: document.body.innerText.slice(0, 200) })).catch((e) => e.message);
+          svg: document.querySelector('.kh-canvas svg')?.getBoundingClientRect().toJSON(), first: document.documentElement.hasAttribute('data-first'),
+          ready: document.readyState, at: Math.round(performance.now()), nav: performance.getEntriesByType('navigation')[0]?.type,
+          worker: performance.getEntriesByType('resource').filter((e) => /worker|_bg\.wasm/.test(e.name)).map((e) => `${e.name.split('/').pop().replace(/-[0-9a-f]{8,}/, '')}@${Math.round(e.startTime)}-${Math.round(e.responseEnd)}`),
+          builds: performance.getEntriesByName('kh-build-start').length, built: performance.getEntriesByName('kh-build').length,
+          text: document.body.innerText.slice(0, 200) })).catch((e) => e.message);
         finding(i, action, `lost canvas: nothing drawn 10 s after action ${i} (${JSON.stringify(seen)})`);
         const shot = join(out, `monkey-${name}-${seed}-${i}.png`);
         await browser.screenshot(shot).then(() => console.log(`     screenshot ${shot}`), () => {});
