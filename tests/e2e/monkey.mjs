@@ -437,7 +437,9 @@ window.__khBig = ${bigText};
         finding(i, action, `console: ${c}`);
       }
       for (const q of browser.requests()) {
-        if (q.startsWith('aborted') || (st.navigated && /\(Browsing context already closed\.\)$/.test(q))) { counts.aborted++; continue; }
+        // Firefox ends a fetch of the page being left (its worker's wasm)
+        // with NS_BASE_STREAM_CLOSED: an abort by this action's navigation.
+        if (q.startsWith('aborted') || (st.navigated && /\((Browsing context already closed\.|NS_BASE_STREAM_CLOSED)\)$/.test(q))) { counts.aborted++; continue; }
         finding(i, action, `request: ${q}`);
       }
     };
