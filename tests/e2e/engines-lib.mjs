@@ -33,10 +33,10 @@ import { createInterface } from 'node:readline';
 
 export const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-/// `p`, or an error once `ms` have passed without an answer.
-const bounded = (ms, p, what) => {
+/// `p`, or an error named `name` once `ms` have passed without an answer.
+export const bounded = (ms, p, what, name = 'Timeout') => {
   let timer;
-  const late = new Promise((_, no) => { timer = setTimeout(() => no(new Error(`${what}: no answer in ${ms / 1000} s`)), ms); });
+  const late = new Promise((_, no) => { timer = setTimeout(() => { const e = new Error(`${what}: no answer in ${ms / 1000} s`); e.name = name; no(e); }, ms); });
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 };
 

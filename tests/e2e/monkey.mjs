@@ -59,7 +59,7 @@ import { readFile, readdir, mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { randomInt } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { repo, serve, runChildren, launch, sleep, ENGINES } from './engines-lib.mjs';
+import { repo, serve, runChildren, launch, sleep, bounded, ENGINES } from './engines-lib.mjs';
 
 const FIXED_SEED = 3301;
 const args = process.argv.slice(2);
@@ -120,7 +120,7 @@ async function parent() {
   else seeds = [FIXED_SEED, randomInt(1, 2 ** 31)];
   console.log(`monkey: seeds ${seeds.map((s, i) => `${s}${i === 0 && s === FIXED_SEED ? ' (fixed)' : ' (fresh)'}`).join(', ')}; ${ACTIONS} actions per engine and seed; engines ${engines.join(', ')} in parallel`);
   console.log(`monkey: replay one with MONKEY_SEED=<seed> MONKEY_ACTIONS=${ACTIONS} node tests/e2e/monkey.mjs <engine>`);
-  // About 0.6 s an action in each engine, with room for restarts.
+  // About 0.3 s an action in each engine, with room for restarts and a slow machine.
   const deadline = 180 + Math.ceil(seeds.length * ACTIONS * 1.5);
   const results = await runChildren(fileURLToPath(import.meta.url), engines, ['--child', `--seeds=${seeds.join(',')}`, root], 'monkey', deadline);
   let passed = 0, failed = 0;
@@ -282,11 +282,8 @@ window.__khBig = ${bigText};
   process.exit(failed ? 1 : 0);
 
   // ------------------------------------------------------------ helpers
-  async function within(ms, p, what) {
-    let timer;
-    const late = new Promise((_, no) => { timer = setTimeout(() => { const e = new Error(`${what}: no answer in ${ms / 1000} s`); e.name = 'MonkeyTimeout'; no(e); }, ms); });
-    try { return await Promise.race([p, late]); } finally { clearTimeout(timer); }
-  }
+  // A step that does not answer in time is a MonkeyTimeout: a hang.
+  function within(ms, p, what) { return bounded(ms, p, what, 'MonkeyTimeout'); }
 
   async function copyCheck() {
     const src = `${appOrigin}/?probe&load=copy#/local-lab/1`;
