@@ -1,6 +1,7 @@
 // Screenshots for looking at the canvas as a reader would: every link
 // given (or a default set) at the sizes a reader meets it: embedded at
-// 480×360, 720×560 and 1280×720, the page at 720 and 1920 px wide, and
+// 480×360, 720×560 and 1280×720, a 390×844 phone, the page at 1280×800
+// and 1920×1080 (and 720 px wide, on request), and
 // present mode at 1920×1080. Not a test: it asserts nothing and writes
 // PNGs to .e2e-out/shots/ (or the folder in SHOTS_OUT).
 //
@@ -19,11 +20,13 @@ const SIZES = {
   embed720: { w: 720, h: 560, embed: true },
   embed1280: { w: 1280, h: 720, embed: true },
   page720: { w: 720, h: 900 },
+  phone: { w: 390, h: 844 },
+  page1280: { w: 1280, h: 800 },
   page1920: { w: 1920, h: 1080 },
   present1080: { w: 1920, h: 1080, present: true },
   present4k: { w: 3840, h: 2160, present: true },
 };
-const wanted = (process.env.SIZES ?? 'embed480,embed720,embed1280,page720,page1920,present1080').split(',');
+const wanted = (process.env.SIZES ?? 'embed480,embed720,embed1280,phone,page1280,page1920,present1080').split(',');
 
 const { server, origin } = await serveDist(resolve('dist'));
 const profile = await mkdtemp(join(tmpdir(), 'kubehops-shots-'));
