@@ -35,9 +35,31 @@ const afterPaint = [
   "});",
   "",
 ].join('\n');
+// A page left while its wasm loads ends that load (WebKit rejects init with
+// "TypeError: Load failed"), and WebKit may still keep the page in its
+// back-forward cache, its load event being long past: a step back then shows
+// it again (pageshow, persisted) with its first frame and no app behind it,
+// on "Loading…" for ever (found by tests/e2e/monkey.mjs). So a load that
+// fails as the page is left (pagehide then, or within 2 s) is started again
+// when the page comes back; one that fails while the page stays is thrown,
+// as before, 2 s later.
+const again = (call) => [
+  "let hidden = false;",
+  "addEventListener('pagehide', () => { hidden = true; });",
+  "addEventListener('pageshow', (e) => { if (e.persisted) hidden = false; });",
+  `const start = () => ${call}.catch((e) => new Promise((ok, no) => {`,
+  "  const back = (ev) => { if (ev.persisted) { clearTimeout(t); removeEventListener('pageshow', back); ok(start()); } };",
+  "  addEventListener('pageshow', back);",
+  "  const t = setTimeout(() => { if (!hidden) { removeEventListener('pageshow', back); no(e); } }, 2000);",
+  "}));",
+  "const wasm = await start();",
+].join('\n');
 for (const m of [...html.matchAll(inline)]) {
   let body = m[1].trim() + '\n';
-  if (firstFrame) body = body.replace(/^(const wasm = await init\()/m, afterPaint + '$1');
+  const call = /^const wasm = await (init\(.*\));$/m;
+  if (!call.test(body)) { console.error(`trunk-csp: no "const wasm = await init(…);" line in Trunk's loader:\n${body}`); process.exit(1); }
+  body = body.replace(call, (_, c) => again(c));
+  if (firstFrame) body = body.replace(/^(let hidden = false;)/m, afterPaint + '$1');
   const name = `boot-${createHash('sha256').update(body).digest('hex').slice(0, 16)}.js`;
   await writeFile(join(dir, name), body);
   const sri = `sha384-${createHash('sha384').update(body).digest('base64')}`;

@@ -91,17 +91,21 @@ const listen = (s) => new Promise((ok) => s.listen(0, '127.0.0.1', () => ok(`htt
 /// dist/ (`root`) at / and, with the README's Content-Security-Policy,
 /// under /kh/ (as a documentation site would host it); with ?probe in the
 /// address, index.html gets the probe (and `probeExtra` after it) first in
-/// its head. Beside it, on another loopback origin, the host page.
-/// Resolves to { appOrigin, hostOrigin, SUB, close }.
+/// its head. Under /slow/, every wasm sends its first kilobyte and the
+/// rest 3 s later (a slow network; `slowWasm()` counts them). Beside it,
+/// on another loopback origin, the host page.
+/// Resolves to { appOrigin, hostOrigin, SUB, SLOW, slowWasm, close }.
 export async function serve(root, { probeExtra = '' } = {}) {
-  const SUB = '/kh/';
+  const SUB = '/kh/', SLOW = '/slow/';
   const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' blob:";
+  let slowWasm = 0;
   const app = createServer(async (req, res) => {
     const url = new URL(req.url, 'http://x');
-    let path;
+    let path, slow = false;
     try { path = decodeURIComponent(url.pathname); } catch { res.writeHead(400).end(); return; }
     const headers = {};
     if (path.startsWith(SUB)) { path = path.slice(SUB.length - 1); headers['content-security-policy'] = CSP; }
+    if (path.startsWith(SLOW)) { path = path.slice(SLOW.length - 1); slow = extname(path) === '.wasm'; }
     if (path === '/kh-e2e-probe.js') { res.writeHead(200, { ...headers, 'content-type': 'text/javascript' }).end(PROBE + probeExtra); return; }
     const file = join(root, path === '/' ? 'index.html' : path);
     if (!file.startsWith(root)) { res.writeHead(403).end(); return; }
@@ -110,7 +114,14 @@ export async function serve(root, { probeExtra = '' } = {}) {
       if (path === '/' && url.searchParams.has('probe')) {
         body = body.toString('utf8').replace(/<head>/, '<head><script src="kh-e2e-probe.js"></script>');
       }
-      res.writeHead(200, { ...headers, 'content-type': TYPES[extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-store' }).end(body);
+      res.writeHead(200, { ...headers, 'content-type': TYPES[extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-store' });
+      if (slow) {
+        slowWasm++;
+        res.write(body.subarray(0, 1024));
+        await sleep(3000);
+        body = body.subarray(1024);
+      }
+      res.end(body);
     } catch {
       res.writeHead(404).end('not found');
     }
@@ -128,7 +139,7 @@ export async function serve(root, { probeExtra = '' } = {}) {
   });
   const appOrigin = await listen(app);
   const hostOrigin = await listen(host);
-  return { appOrigin, hostOrigin, SUB, close: () => { app.close(); host.close(); } };
+  return { appOrigin, hostOrigin, SUB, SLOW, slowWasm: () => slowWasm, close: () => { app.close(); host.close(); } };
 }
 
 // ---------------------------------------------------------------- one child per engine

@@ -9,7 +9,9 @@
 // - one edit in the manifest editor (refused, then accepted by a typed key);
 // - one paste in "Your cluster" (the CLI's fixture, then a request played);
 // - the postMessage protocol, from a host page on another loopback origin;
-// - the Content-Security-Policy page (an inline probe is refused, the app runs).
+// - the Content-Security-Policy page (an inline probe is refused, the app runs);
+// - a page left while its wasm loads, then gone back to, starts (WebKit
+//   keeps it in its back-forward cache, its wasm's load ended).
 //
 //   node tests/e2e/engines.mjs [firefox|webkit] [DIST]
 //
@@ -55,7 +57,7 @@ async function child(name) {
   const t0 = Date.now();
   // The app (with the probe where the address has ?probe; under /kh/
   // with the Content-Security-Policy) and the host page on another origin.
-  const { appOrigin, hostOrigin, SUB, close } = await serve(root);
+  const { appOrigin, hostOrigin, SUB, SLOW, slowWasm, close } = await serve(root);
 
   const out = join(repo, '.e2e-out');
   await mkdir(out, { recursive: true });
@@ -315,6 +317,27 @@ async function child(name) {
     await click('button[aria-label="Play"]');
     await waitFor(() => document.querySelector('.kh').dataset.playing === 'true' && !!document.querySelector('[data-testid=packet]'), [], 'Play under the policy', 5000);
     await sleep(300);
+    await clean();
+  });
+
+  // Leaving a page ends the load of its wasm (WebKit: "TypeError: Load
+  // failed"), yet WebKit keeps the page, long since loaded, in its
+  // back-forward cache: a step back showed it again (pageshow, persisted)
+  // on its first frame, "Loading…" for ever (monkey.mjs, seed 3301, about
+  // one run in five). The page's wasm is served slowly here (/slow/), so
+  // the page is always left while it loads.
+  await test('a page left while its wasm loads, then gone back to, starts', async () => {
+    const asked = slowWasm();
+    lastUrl = `${appOrigin}${SLOW}?probe&load=${++loads}#/local-lab/1`;
+    await browser.goto(lastUrl);
+    const end = Date.now() + 10000;
+    while (slowWasm() === asked && Date.now() < end) await sleep(50);
+    check(slowWasm() > asked, 'the page did not ask for its wasm in 10 s');
+    await sleep(300);
+    await open('#/service-types/1');
+    await browser.eval(() => history.back());
+    await waitFor((slow) => location.pathname === slow && !!document.querySelector('.kh[data-step] .kh-canvas svg .kh-node-card'), [SLOW], 'the app, back at the page left while its wasm loaded', 20000);
+    check(!(await browser.eval(() => document.documentElement.hasAttribute('data-first'))), 'the first frame is still up');
     await clean();
   });
 
