@@ -233,6 +233,8 @@ async function child(name, seeds) {
   // the driver's wire (an external script, so the CSP allows it).
   const probeExtra = `window.print = function () { window.__khPrinted = (window.__khPrinted || 0) + 1; dispatchEvent(new Event('beforeprint')); setTimeout(() => dispatchEvent(new Event('afterprint')), 50); };
 window.__khBig = ${bigText};
+window.__khLife = [];
+for (const e of ['load', 'pagehide', 'pageshow']) addEventListener(e, (ev) => window.__khLife.push(\`\${e}\${ev.persisted ? ' (persisted)' : ''}@\${Math.round(performance.now())}\`));
 `;
   const { appOrigin, hostOrigin, SUB, close } = await serve(root, { probeExtra });
   const out = join(repo, '.e2e-out');
@@ -481,10 +483,14 @@ window.__khBig = ${bigText};
       }
       if (!what) {
         // What tells where start-up stopped: the first frame still up, the
-        // worker's loader fetched (and when), the builds asked for.
+        // page's wasm started (Trunk's wasmBindings), the page's life (a
+        // pagehide and pageshow, persisted: out of and back from the
+        // back-forward cache), the worker's loader fetched (and when), the
+        // builds asked for.
         const seen = await E(() => ({ title: document.title, kh: !!document.querySelector('.kh'), canvas: !!document.querySelector('.kh-canvas'),
           svg: document.querySelector('.kh-canvas svg')?.getBoundingClientRect().toJSON(), first: document.documentElement.hasAttribute('data-first'),
           ready: document.readyState, at: Math.round(performance.now()), nav: performance.getEntriesByType('navigation')[0]?.type,
+          wasm: typeof window.wasmBindings, life: window.__khLife,
           worker: performance.getEntriesByType('resource').filter((e) => /worker|_bg\.wasm/.test(e.name)).map((e) => `${e.name.split('/').pop().replace(/-[0-9a-f]{8,}/, '')}@${Math.round(e.startTime)}-${Math.round(e.responseEnd)}`),
           builds: performance.getEntriesByName('kh-build-start').length, built: performance.getEntriesByName('kh-build').length,
           text: document.body.innerText.slice(0, 200) })).catch((e) => e.message);
