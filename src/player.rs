@@ -273,6 +273,9 @@ pub struct Player {
     /// What the controls asked for and is not applied yet (`choose`): the
     /// controls show it at once, the page is `aria-busy` until it is applied.
     pub chosen: RwSignal<Vec<Chosen>>,
+    /// How many links and commands have named a state (`when_built_or`):
+    /// the task that applies a choice made before the newest does nothing.
+    links: StoredValue<u64>,
 }
 
 /// A change asked for by a control, applied a frame later (`Player::choose`).
@@ -339,6 +342,7 @@ impl Player {
             checking,
             waiting: RwSignal::new(false),
             chosen: RwSignal::new(Vec::new()),
+            links: StoredValue::new(0),
         }
     }
 
@@ -454,6 +458,19 @@ impl Player {
     /// stops.
     pub fn when_built_or(self, id: String, params: Params, ready: impl FnOnce() + 'static, dropped: impl FnOnce() + 'static) {
         drop_waiting();
+        // A link or command names the whole state, so it overtakes what
+        // the controls chose before it and is not applied yet (`choose`),
+        // and a step left to play again for earlier parameters. Applied
+        // after it, while its scenario is still being built, the choice
+        // asked the worker for the old scenario again; the worker answers
+        // only the newest request, so the link's wait was dropped and the
+        // link never opened (a reader's #/your-cluster/1 went back to the
+        // demo clicked just before: monkey.mjs seed 3301, action 154).
+        if self.chosen.with_untracked(|c| !c.is_empty()) {
+            self.chosen.set(Vec::new());
+        }
+        self.links.update_value(|n| *n += 1);
+        self.replay.set_value(None);
         if self.known_steps(&id, &params).is_some() {
             self.waiting.set(false);
             ready();
@@ -735,19 +752,26 @@ impl Player {
     /// `shown`) and the choice is applied in a task after the next
     /// frame: the click is answered within a frame, and the rebuild and the
     /// redraw of the page come after it, in a task of their own. Choices
-    /// made before then are applied together, in order; a scenario left in
-    /// the meantime drops them.
+    /// made before then are applied together, in order; a scenario left,
+    /// or a link or command come (`when_built_or`), in the meantime drops
+    /// them.
     pub fn choose(&self, c: Chosen) {
         let first = self.chosen.with_untracked(Vec::is_empty);
         self.chosen.update(|cs| cs.push(c));
         if first {
-            let (p, id) = (*self, self.scenario_id.get_untracked());
-            crate::stages::after_paint(move || p.apply_chosen(&id));
+            let (p, id, links) = (*self, self.scenario_id.get_untracked(), self.links.get_value());
+            crate::stages::after_paint(move || p.apply_chosen(&id, links));
         }
     }
 
-    /// Applies what was chosen (see `choose`), if the page still shows scenario `id`.
-    fn apply_chosen(&self, id: &str) {
+    /// Applies what was chosen (see `choose`), if the page still shows
+    /// scenario `id` and no link came since the first choice (`links`):
+    /// a link drops the choices made before it, and what is chosen after
+    /// it is applied by a task of its own.
+    fn apply_chosen(&self, id: &str, links: u64) {
+        if self.links.try_get_value() != Some(links) {
+            return;
+        }
         let Some(cs) = self.chosen.try_update(std::mem::take) else { return };
         if self.scenario_id.with_untracked(|i| i != id) {
             return;
@@ -1090,6 +1114,43 @@ mod tests {
         assert_eq!((p.scenario_id.get_untracked(), p.step.get_untracked()), ("service-types".to_string(), 1));
         assert_eq!(p.scenario.with_untracked(|s| s.params.choice("tab").map(str::to_string)), Some("nodeport".into()));
         assert!(!p.busy());
+    }
+
+    #[wasm_bindgen_test]
+    fn a_link_overtakes_the_choices_made_before_it_and_not_applied_yet() {
+        // Found by tests/e2e/monkey.mjs (seed 3301, action 154): the
+        // random-pick switch and a demo clicked, then #/your-cluster/1 put
+        // in the address before their task ran. The task then asked for
+        // The five Service types again, the worker's answer to that took
+        // the place of the link's, and the link never opened.
+        let p = player_of("service-types", false);
+        p.open_link("#/service-types/1");
+        BUILD_HERE.with(|b| b.set(None));
+        let links = p.links.get_value();
+        p.choose(Chosen::Param("seed".into(), Value::Seed(Some(7))));
+        p.choose(Chosen::Demo("from-pod".into()));
+        p.open_link("#/your-cluster/1");
+        assert!(p.chosen.with_untracked(Vec::is_empty), "the choices are dropped");
+        // The choices' task (after the next paint) comes too late.
+        p.apply_chosen("service-types", links);
+        assert!(p.params.with_untracked(|ps| ps.choice("demo") != Some("from-pod") && ps.seed() != Some(7)), "the choices were applied");
+        let (id, params) = named_by("#/your-cluster/1");
+        p.take_built(worker_answer(&id, &params));
+        assert_eq!(p.scenario_id.get_untracked(), "your-cluster", "the link did not open");
+        // A choice made after the link has a task of its own, which the
+        // earlier one does not take.
+        let now = p.links.get_value();
+        p.open_link("#/service-types/1");
+        let (id, params) = named_by("#/service-types/1");
+        p.take_built(worker_answer(&id, &params));
+        assert_eq!(p.scenario_id.get_untracked(), "service-types");
+        let after = p.links.get_value();
+        assert_ne!(now, after);
+        p.choose(Chosen::Demo("from-pod".into()));
+        p.apply_chosen("service-types", links);
+        assert!(!p.chosen.with_untracked(Vec::is_empty), "an earlier task took a later choice");
+        p.apply_chosen("service-types", after);
+        assert_eq!(p.params.with_untracked(|ps| ps.choice("demo").map(str::to_string)), Some("from-pod".into()));
     }
 
     #[wasm_bindgen_test]
