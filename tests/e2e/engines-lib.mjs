@@ -53,7 +53,9 @@ export const PROBE = `(() => {
     // Not an exception: the spec reports, as an error event, resize
     // notifications left for the next frame. Kept apart and printed.
     else if (/^ResizeObserver loop/.test(e.message)) notes.push(e.message);
-    else errors.push('uncaught ' + e.message + ' (' + e.filename + ':' + e.lineno + ')');
+    // With the error's stack, a wasm trap's names the Rust functions it
+    // went through (when the wasm keeps its names).
+    else errors.push('uncaught ' + e.message + ' (' + e.filename + ':' + e.lineno + ')' + (e.error && e.error.stack ? '; stack: ' + String(e.error.stack).split('\\n').slice(0, 40).join(' <- ') : ''));
   }, true);
   addEventListener('unhandledrejection', (e) => errors.push('unhandled rejection ' + text(e.reason)));
   const original = console.error;
