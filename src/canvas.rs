@@ -106,6 +106,16 @@ pub fn Canvas() -> impl IntoView {
             Viewport::new(w, h)
         }
     });
+    // The animation's canvas tells the room its frame, which picks the
+    // level of detail (a transcript still shows the same picture).
+    if ctx.figure == 0 {
+        Effect::new(move |_| {
+            let v = vp.get();
+            if ctx.viewport.try_get_untracked().is_some_and(|was| was != v) {
+                ctx.viewport.set(v);
+            }
+        });
+    }
     // What the boxes depend on: the step, the view and the hop on screen.
     let at = Memo::new(move |_| {
         let f = ctx.frame.get();

@@ -5,6 +5,8 @@
 
 use crate::player::Player;
 use kubehops_core::scenarios::{Scenario, Step};
+use kubehops_core::scene::camera::Viewport;
+use kubehops_core::scene::layout::Detail;
 use kubehops_core::scene::{frame, Frame, Layout, Moment};
 use leptos::prelude::*;
 
@@ -12,8 +14,13 @@ use leptos::prelude::*;
 #[derive(Clone, Copy)]
 pub struct Ctx {
     pub player: Player,
-    /// Computed from the scenario's actors; the same for every parameter
-    /// value of one scenario, so the picture does not jump.
+    /// The animation's canvas as its observer last measured it (the
+    /// frame's size and text floor): the canvas reports it here, and the
+    /// level of detail follows it.
+    pub viewport: RwSignal<Viewport>,
+    /// Computed from the scenario's actors at the level of detail the
+    /// canvas holds whole (`Detail::for_frame`); the same for every
+    /// parameter value of one scenario, so the picture does not jump.
     pub layout: Memo<Layout>,
     pub frame: Memo<Frame>,
     /// The frame without its progress: what the panels read, so they are
@@ -45,12 +52,19 @@ pub fn moment_of(frame: Memo<Frame>) -> Memo<Moment> {
 
 /// Derives the layout and the frame from the player, and provides them.
 pub(crate) fn provide_ctx(player: Player) -> Ctx {
-    let layout = Memo::new(move |_| player.scenario.with(|s| Layout::for_scenario(s)));
+    let viewport = RwSignal::new(Viewport::new(960.0, 600.0));
+    // The full picture's extent, once per scenario, decides the level.
+    let full = Memo::new(move |_| player.scenario.with(|s| Layout::for_scenario(s).world()));
+    let detail = Memo::new(move |_| Detail::for_frame(full.get(), viewport.get()));
+    let layout = Memo::new(move |_| {
+        let d = detail.get();
+        player.scenario.with(|s| Layout::for_scenario_at(s, d))
+    });
     let frame = Memo::new(move |_| {
         let (s, p) = (player.step.get(), player.shown_progress());
         player.scenario.with(|sc| frame(sc, s, p))
     });
-    let ctx = Ctx { player, layout, frame, moment: moment_of(frame), figure: 0 };
+    let ctx = Ctx { player, viewport, layout, frame, moment: moment_of(frame), figure: 0 };
     provide_context(ctx);
     ctx
 }

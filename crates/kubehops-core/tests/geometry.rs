@@ -7,20 +7,12 @@ use kubehops_core::scenarios::{combinations, Scenario, REGISTRY};
 use kubehops_core::scene::camera::Viewport;
 use kubehops_core::scene::drawing;
 use kubehops_core::scene::geometry::{check_legible, check_world, tally, Rule, Violation};
+use kubehops_core::scene::layout::Detail;
 use kubehops_core::scene::{frame, Layout};
 
-/// The frames readers meet the canvas in, as the app sizes its canvas
-/// there: embeds at 480×360, 720×560 and 1280×720, the page at 720 px and
-/// at 1920 px, and presenting at 1080p.
+/// The frames readers meet the canvas in (`camera::reader_frames`).
 fn viewports() -> Vec<(&'static str, Viewport)> {
-    vec![
-        ("embed 480×360", Viewport::new(466.0, 190.0)),
-        ("embed 720×560", Viewport::new(706.0, 330.0)),
-        ("embed 1280×720", Viewport::new(1266.0, 440.0)),
-        ("page 720", Viewport::new(680.0, 520.0)),
-        ("page 1920", Viewport::new(1150.0, 760.0)),
-        ("present 1080p", Viewport::presenting(1920.0, 860.0, 1080.0)),
-    ]
+    kubehops_core::scene::camera::reader_frames()
 }
 
 fn builds() -> Vec<Scenario> {
@@ -31,7 +23,18 @@ fn builds() -> Vec<Scenario> {
 /// moving token may pass over things; the resting one may not). The
 /// collision rules are checked once; legibility at each frame size.
 fn violations(s: &Scenario, vps: &[(&'static str, Viewport)]) -> Vec<(String, Violation)> {
-    let l = Layout::for_scenario(s);
+    Detail::ALL.iter().flat_map(|d| violations_at(s, vps, *d)).collect()
+}
+
+/// The violations of `s` at one level of detail, at the frames that show
+/// that level (`Detail::for_frame`).
+fn violations_at(s: &Scenario, vps: &[(&'static str, Viewport)], detail: Detail) -> Vec<(String, Violation)> {
+    let full = Layout::for_scenario(s).world();
+    let vps: Vec<(&'static str, Viewport)> = vps.iter().copied().filter(|(_, vp)| Detail::for_frame(full, *vp) == detail).collect();
+    let Some(first) = vps.first().map(|v| v.1) else {
+        return Vec::new();
+    };
+    let l = Layout::for_scenario_at(s, detail);
     let world = l.world();
     let mut out = Vec::new();
     for (k, st) in s.steps.iter().enumerate() {
@@ -50,11 +53,11 @@ fn violations(s: &Scenario, vps: &[(&'static str, Viewport)]) -> Vec<(String, Vi
                 };
                 let t = if q.fract() == 0.0 { 1.0 } else { q.fract() };
                 let token = f.current.and(now).map(|p| p.token(t));
-                let d = drawing::Drawing { world, camera: drawing::camera_with(world, vps[0].1, &f, before, now), groups: drawing::groups(s, &l, &f), trails: drawing::trails(s, &l, &f), token };
-                let state = format!("{} {} step {} at {q}", s.id, link(s), k + 1);
+                let d = drawing::Drawing { world, camera: drawing::camera_with(world, first, &f, before, now), groups: drawing::groups(s, &l, &f), trails: drawing::trails(s, &l, &f), token };
+                let state = format!("{} ({}) {} step {} at {q}", s.id, detail.name(), link(s), k + 1);
                 out.extend(check_world(s, &l, &f, &d).into_iter().map(|v| (state.clone(), v)));
                 let texts = d.texts();
-                for (name, vp) in vps {
+                for (name, vp) in &vps {
                     let cam = drawing::camera_with(world, *vp, &f, before, now);
                     out.extend(check_legible(&texts, &cam, *vp).into_iter().map(|v| (format!("{name}: {state}"), v)));
                 }
@@ -77,10 +80,14 @@ fn link(s: &Scenario) -> String {
 fn every_state_draws_legibly_and_without_collisions() {
     let all = builds();
     let vps = viewports();
-    let mut total: Vec<(String, Violation)> = Vec::new();
-    for s in &all {
-        total.extend(violations(s, &vps));
-    }
+    // Both levels of detail over every build: split over the machine's
+    // cores, each build checked on its own.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    let chunk = all.len().div_ceil(threads).max(1);
+    let total: Vec<(String, Violation)> = std::thread::scope(|sc| {
+        let handles: Vec<_> = all.chunks(chunk).map(|part| sc.spawn(|| part.iter().flat_map(|s| violations(s, &vps)).collect::<Vec<_>>())).collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+    });
     // Each distinct failure once, with the first state it was seen in.
     let mut seen = std::collections::BTreeSet::new();
     for (w, v) in &total {

@@ -43,6 +43,24 @@ impl Viewport {
     }
 }
 
+/// The canvases readers meet, as the built page sizes its canvas there
+/// (its SVG's box in CSS pixels, measured in Chromium): embeds at
+/// 480×360, 720×560 and 1280×720, the page at 1280×800 and 1920×1080, a
+/// 390×844 phone, the page 720 pixels wide, and presenting at 1080p.
+/// The geometry and story checks hold at each.
+pub fn reader_frames() -> Vec<(&'static str, Viewport)> {
+    vec![
+        ("embed 480×360", Viewport::new(462.0, 168.0)),
+        ("embed 720×560", Viewport::new(702.0, 389.0)),
+        ("embed 1280×720", Viewport::new(902.0, 601.0)),
+        ("page 1280×800", Viewport::new(766.0, 455.0)),
+        ("page 1920×1080", Viewport::new(1140.0, 677.0)),
+        ("phone 390×844", Viewport::new(356.0, 280.0)),
+        ("page 720", Viewport::new(680.0, 404.0)),
+        ("present 1920×1080", Viewport::presenting(1920.0, 931.0, 1080.0)),
+    ]
+}
+
 /// `v` within `lo..=hi`; the middle of the two when rounding put them
 /// the wrong way round (`f64::clamp` would panic).
 fn clamp(v: f64, lo: f64, hi: f64) -> f64 {

@@ -13,7 +13,7 @@
 //! [`token`] (with every tick) and [`camera`] (with every tick).
 
 use super::camera::{self, Camera, Viewport};
-use super::layout::{Layout, NodeCard, Port};
+use super::layout::{Dims, Layout, NodeCard, Port};
 use super::metrics;
 use super::style::{hop_style, KindStyle};
 use super::text::{balancer_lines, component_lines, pod_lines, Line, Role};
@@ -369,7 +369,9 @@ fn decided_here(h: &Hop, node: ActorId) -> bool {
 /// its rules act (the row of the address the packet aims at, when the
 /// panel shows one), its junction where it only routes.
 pub fn ports(st: &Step, layout: &Layout, i: usize) -> (Port, Port) {
-    let Some(h) = st.hops.get(i) else { return (Port::Panel, Port::Panel) };
+    let Some(h) = st.hops.get(i) else {
+        return (Port::Panel, Port::Panel);
+    };
     let view = st.views.get(i + 1).or(st.views.last());
     let from = match layout.node_card(h.from) {
         Some(_) if h.packet.is_some() && !decided_here(h, h.from) => Port::Route,
@@ -395,7 +397,12 @@ pub fn ports(st: &Step, layout: &Layout, i: usize) -> (Port, Port) {
 fn row_of_address(n: &NodeView, dst: SockAddr, card: &NodeCard, hit: &[usize]) -> Option<usize> {
     let rows = panel_rows(Some(n), None, hit);
     let room = card.rows();
-    let (rows, shown) = if rows.len() > room { (lit_first(rows), room - 1) } else { let k = rows.len(); (rows, k) };
+    let (rows, shown) = if rows.len() > room {
+        (lit_first(rows), room - 1)
+    } else {
+        let k = rows.len();
+        (rows, k)
+    };
     let i = rows.iter().position(|r| r.aims == Some(Aim::Addr(dst)) || r.aims == Some(Aim::Port(dst.port)))?;
     (i < shown).then_some(i)
 }
@@ -431,14 +438,30 @@ pub fn step_paths(st: &Step, layout: &Layout) -> Vec<Vec<Point>> {
         let target = layout.target_at(h.to, tp);
         let source = layout.target_at(h.from, fp);
         if let (Some(t), Some(src), true) = (target, source, p.len() >= 2 && h.from != h.to) {
-            for k in 1..=6u32 {
-                let clash = |q: &[Point]| paths.iter().any(|o: &Vec<Point>| o.as_slice() != q && o.len() >= 2 && (arrowhead(o).zip(arrowhead(q)).is_some_and(|(a, b)| a.intersects(&b)) || opposite_run(o, q) >= 2.0));
+            let clash = |q: &[Point]| paths.iter().any(|o: &Vec<Point>| o.as_slice() != q && o.len() >= 2 && (arrowhead(o).zip(arrowhead(q)).is_some_and(|(a, b)| a.intersects(&b)) || opposite_run(o, q) >= 2.0));
+            // An arrowhead's width at a time first, then finer moves
+            // (on a small box, half a width can be all the room there is).
+            let step = ARROW_W + 2.0;
+            for d in [step, -step, 2.0 * step, -2.0 * step, 3.0 * step, -3.0 * step, 6.0, -6.0, 8.0, -8.0, 10.0, -10.0, 20.0, -20.0] {
                 if !clash(&p) {
                     break;
                 }
-                let step = ARROW_W + 2.0;
-                let d = if k % 2 == 1 { step * k.div_ceil(2) as f64 } else { -step * (k / 2) as f64 };
                 if let Some(q) = nudge_end(&p, d, &t, &src) {
+                    if !clash(&q) {
+                        p = q;
+                        break;
+                    }
+                }
+            }
+            // Still on another route where it leaves (a reply leaving the
+            // row a request came in at): its first segment moves instead.
+            for d in [6.0, -6.0, 10.0, -10.0, step, -step] {
+                if !clash(&p) {
+                    break;
+                }
+                let back: Vec<Point> = p.iter().rev().copied().collect();
+                if let Some(mut q) = nudge_end(&back, d, &src, &t) {
+                    q.reverse();
                     if !clash(&q) {
                         p = q;
                         break;
@@ -467,12 +490,16 @@ fn separate_shared(p: &mut [Point], others: &[Vec<Point>], layout: &Layout) {
     }
     let world = layout.world();
     let runs_on = |a: Point, b: Point| others.iter().any(|o| o.windows(2).any(|w| shared(a, b, w[0], w[1]) > 12.0));
+    let (first, last) = (p[0], p[n - 1]);
+    let ends_in = |r: &Rect| r.contains(first) || r.contains(last);
     for j in 1..n - 2 {
         if !runs_on(p[j], p[j + 1]) {
             continue;
         }
         let vertical = (p[j].x - p[j + 1].x).abs() < 0.5;
-        for k in [1.0, -1.0, 2.0, -2.0, 3.0, -3.0] {
+        // Whole lane steps first; in a crowded gutter, half steps and
+        // farther ones.
+        for k in [1.0, -1.0, 2.0, -2.0, 3.0, -3.0, 1.5, -1.5, 2.5, -2.5, 4.0, -4.0] {
             let d = k * LANE_STEP;
             let mut q = p.to_vec();
             if vertical {
@@ -483,7 +510,8 @@ fn separate_shared(p: &mut [Point], others: &[Vec<Point>], layout: &Layout) {
                 q[j + 1].y += d;
             }
             let touched = [(q[j - 1], q[j]), (q[j], q[j + 1]), (q[j + 1], q[j + 2])];
-            let clear = touched.iter().all(|(a, b)| world.contains(*a) && world.contains(*b) && !layout.boxes.iter().any(|(_, r)| r.crossed_by(*a, *b)) && !layout.groups.iter().any(|g| g.rect.crossed_by(*a, *b)));
+            // The boxes the route ends in (a node's card around its panel) do not count.
+            let clear = touched.iter().all(|(a, b)| world.contains(*a) && world.contains(*b) && !layout.boxes.iter().any(|(_, r)| !ends_in(r) && r.crossed_by(*a, *b)) && !layout.groups.iter().any(|g| g.rect.crossed_by(*a, *b)));
             if clear && !runs_on(q[j], q[j + 1]) {
                 p.copy_from_slice(&q);
                 break;
@@ -571,7 +599,7 @@ fn is_active(st: Option<&Step>, f: &Frame, id: ActorId) -> bool {
 pub fn groups(s: &Scenario, layout: &Layout, f: &Frame) -> Vec<Group> {
     let st = s.steps.get(f.step);
     let view = st.and_then(|st| st.views.get(f.view));
-    let mut out: Vec<Group> = layout.columns.iter().map(zone).collect();
+    let mut out: Vec<Group> = layout.columns.iter().map(|c| zone(c, layout.dims())).collect();
     for a in s.actors.iter().filter(|a| a.parent.is_none()) {
         let active = is_active(st, f, a.id);
         match a.kind {
@@ -584,17 +612,17 @@ pub fn groups(s: &Scenario, layout: &Layout, f: &Frame) -> Vec<Group> {
     out
 }
 
-fn zone(c: &super::layout::Column) -> Group {
+fn zone(c: &super::layout::Column, d: &Dims) -> Group {
     let r = c.rect;
     let mut g = Group::new(format!("zone-{}", c.zone.label()), "kh-zone", Owner::Zone);
     g.shapes.push(Shape::new(r, 14.0, ""));
-    g.texts.push(Text::new(r.x + 12.0, r.y + 23.0, Anchor::Start, vec![Span::new(c.zone.label(), Role::Zone)], r));
+    g.texts.push(Text::new(r.x + d.zone_pad, r.y + d.zone_baseline, Anchor::Start, vec![Span::new(c.zone.label(), Role::Zone)], r));
     g
 }
 
 /// Lines stacked from the top of `r`, centred.
 fn stack(lines: &[Line], r: Rect) -> Vec<Text> {
-    let mut y = r.y + super::layout::PAD_V;
+    let mut y = r.y;
     let mut out = Vec::new();
     for (i, l) in lines.iter().enumerate() {
         y += if i == 0 { metrics::ascent(l.role.size()) } else { l.role.leading() };
@@ -606,7 +634,7 @@ fn stack(lines: &[Line], r: Rect) -> Vec<Text> {
 /// Lines centred in `r` as a block.
 fn stack_centred(lines: &[Line], r: Rect) -> Vec<Text> {
     let h = super::text::stack_height(lines);
-    let top = r.y + (r.h - h) / 2.0 - super::layout::PAD_V;
+    let top = r.y + (r.h - h) / 2.0;
     stack(lines, Rect { y: top, ..r }).into_iter().map(|t| Text { within: r, ..t }).collect()
 }
 
@@ -617,7 +645,7 @@ fn component(layout: &Layout, a: &Actor, active: bool) -> Option<Group> {
     g.data = Some(("actor", a.short.clone()));
     g.title = Some(a.label.clone());
     g.shapes.push(Shape::new(r, 10.0, ""));
-    let lines = component_lines(a, super::layout::label_room(r.w + 2.0 * 12.0));
+    let lines = component_lines(a, super::layout::label_room(r.w, layout.dims()));
     g.texts = stack_centred(&lines, r);
     Some(g)
 }
@@ -663,9 +691,16 @@ fn node_card(s: &Scenario, layout: &Layout, f: &Frame, node: &Actor, active: boo
     let mut g = Group::new(format!("node-{}", node.id.0), format!("kh-node{}", if active { " active" } else { "" }), Owner::Actor(node.id));
     g.data = Some(("node", node.short.clone()));
     g.shapes.push(Shape::new(c, 12.0, "kh-node-card"));
-    let pad = super::layout::PAD + 2.0;
-    g.texts.push(Text::new(c.x + pad, c.y + 28.0, Anchor::Start, vec![Span::new(node.short.clone(), Role::NodeName)], c));
-    g.texts.push(Text::new(c.right() - pad, c.y + 28.0, Anchor::End, vec![Span::new(node.sublabel.clone(), Role::Mono)], c));
+    let d = layout.dims();
+    let pad = d.box_pad + 2.0;
+    if d.head_over_pods {
+        let x = card.lane_x + super::layout::HEAD_INSET;
+        g.texts.push(Text::new(x, c.y + d.node_baseline, Anchor::Start, vec![Span::new(node.short.clone(), Role::NodeName)], c));
+        g.texts.push(Text::new(x, c.y + d.node_baseline + Role::Mono.leading() + 1.0, Anchor::Start, vec![Span::new(node.sublabel.clone(), Role::Mono)], c));
+    } else {
+        g.texts.push(Text::new(c.x + pad, c.y + d.node_baseline, Anchor::Start, vec![Span::new(node.short.clone(), Role::NodeName)], c));
+        g.texts.push(Text::new(c.right() - pad, c.y + d.node_baseline, Anchor::End, vec![Span::new(node.sublabel.clone(), Role::Mono)], c));
+    }
     g.children.push(panel(s, f, &card));
     if st.is_some_and(|st| routes_through(st, layout, f, node.id)) {
         let mut junction = Group::new(format!("junction-{}", node.id.0), "kh-junction", Owner::Part);
@@ -710,9 +745,9 @@ fn pod_box(layout: &Layout, p: &Actor, ready: bool, active: bool) -> Option<Grou
     let class = format!("kh-pod{}{}{}", if active { " active" } else { "" }, if ready { "" } else { " notready" }, if dns { " coredns" } else { "" });
     let mut g = Group::new(format!("pod-{}", p.id.0), class, Owner::Actor(p.id));
     g.data = Some(("pod", p.short.clone()));
-    g.title = Some(format!("Pod {}", p.label));
+    g.title = Some(format!("Pod {}{}", p.label, if ready { "" } else { ": not Ready" }));
     g.shapes.push(Shape::new(r, 8.0, ""));
-    g.texts = stack_centred(&pod_lines(p, ready), r);
+    g.texts = stack_centred(&pod_lines(p, ready, layout.detail), r);
     Some(g)
 }
 
@@ -812,13 +847,7 @@ fn panel(s: &Scenario, f: &Frame, card: &NodeCard) -> Group {
     let st = s.steps.get(f.step);
     let view: Option<&View> = st.and_then(|st| st.views.get(f.view));
     let now = view.and_then(|v| v.node(id));
-    let hit: Vec<usize> = f
-        .current
-        .and_then(|i| st.and_then(|st| st.hops.get(i)))
-        .and_then(|h| h.packet.as_ref())
-        .filter(|p| p.decided_on == Some(id))
-        .map(|p| p.matched.iter().filter_map(|m| m.card_line()).collect())
-        .unwrap_or_default();
+    let hit: Vec<usize> = f.current.and_then(|i| st.and_then(|st| st.hops.get(i))).and_then(|h| h.packet.as_ref()).filter(|p| p.decided_on == Some(id)).map(|p| p.matched.iter().filter_map(|m| m.card_line()).collect()).unwrap_or_default();
     let before = before_update(st, f, id);
     let rows = panel_rows(now, before, &hit);
     let p = card.panel;
@@ -828,10 +857,11 @@ fn panel(s: &Scenario, f: &Frame, card: &NodeCard) -> Group {
     // the kernel applies them to the packet as it crosses the node.
     let mode = s.params.proxy_mode().as_str();
     g.title = Some(format!("{}'s {mode} rules: kube-proxy writes them, the node's kernel applies them to each packet", s.actor(id).map_or("The node", |a| a.short.as_str())));
-    g.texts.push(Text::new(p.x + 10.0, p.y + 18.0, Anchor::Start, vec![Span::new(format!("{mode} rules, by kube-proxy"), Role::PanelTitle)], p));
+    let d = card.detail.dims();
+    g.texts.push(Text::new(p.x + 10.0, p.y + d.panel_baseline, Anchor::Start, vec![Span::new(format!("{mode} rules, by kube-proxy"), Role::PanelTitle)], p));
     if rows.is_empty() {
         let inner = Rect { x: p.x + 10.0, w: p.w - 20.0, ..p };
-        let mut y = p.y + 44.0;
+        let mut y = p.y + d.panel_title + d.row_baseline;
         for line in no_rules(view, now).iter().flat_map(|t| super::text::wrap(t, Role::Muted, inner.w)) {
             g.texts.push(Text::new(inner.x, y, Anchor::Start, vec![Span::new(line, Role::Muted)], p));
             y += Role::Muted.leading();
@@ -844,13 +874,13 @@ fn panel(s: &Scenario, f: &Frame, card: &NodeCard) -> Group {
     // those it changed) come first, so the lit rule is always on screen.
     let rows = if rows.len() > room { lit_first(rows) } else { rows };
     for (i, row) in rows.iter().take(shown).enumerate() {
-        g.children.push(row_group(id, i, row, card.row(i)));
+        g.children.push(row_group(id, i, row, card.row(i), d.row_baseline));
     }
     if rows.len() > shown {
         let more = rows.len() - shown;
         let r = card.row(shown);
         let mut m = Group::new(format!("row-{}-more", id.0), "kh-rule more", Owner::Part);
-        m.texts.push(Text::new(r.x + 6.0, r.y + 15.5, Anchor::Start, vec![Span::new(format!("+{more} more in the Rules panel"), Role::Muted)], r));
+        m.texts.push(Text::new(r.x + 6.0, r.y + d.row_baseline, Anchor::Start, vec![Span::new(format!("+{more} more in the Rules panel"), Role::Muted)], r));
         g.children.push(m);
     }
     g
@@ -880,13 +910,15 @@ fn no_rules(view: Option<&View>, node: Option<&NodeView>) -> Vec<String> {
         .iter()
         .map(|s| match &s.shape {
             ServiceShape::Headless => format!("no rules for {}: headless, no virtual IP", s.name),
-            ServiceShape::ExternalName(to) => format!("no rules for {}: only a DNS name for {to}", s.name),
+            ServiceShape::ExternalName(to) => {
+                format!("no rules for {}: only a DNS name for {to}", s.name)
+            }
             ServiceShape::Virtual => format!("no rules for {}", s.name),
         })
         .collect()
 }
 
-fn row_group(node: ActorId, i: usize, row: &Row, r: Rect) -> Group {
+fn row_group(node: ActorId, i: usize, row: &Row, r: Rect, baseline: f64) -> Group {
     let mut class = String::from("kh-rule");
     for (on, name) in [(row.hit, " hit"), (row.added, " added"), (row.removed, " removed"), (row.aims.is_some(), " vip")] {
         if on {
@@ -926,7 +958,7 @@ fn row_group(node: ActorId, i: usize, row: &Row, r: Rect) -> Group {
             break;
         }
     }
-    g.texts.push(Text::new(r.x + 6.0, r.y + 15.5, Anchor::Start, fitted, r));
+    g.texts.push(Text::new(r.x + 6.0, r.y + baseline, Anchor::Start, fitted, r));
     g
 }
 
@@ -936,7 +968,9 @@ fn row_group(node: ActorId, i: usize, row: &Row, r: Rect) -> Group {
 /// that takes exactly the path of a later one (a second query of the
 /// search path, a retry) is drawn once, as the later one.
 pub fn trails(s: &Scenario, layout: &Layout, f: &Frame) -> Vec<Trail> {
-    let Some(st) = s.steps.get(f.step) else { return Vec::new() };
+    let Some(st) = s.steps.get(f.step) else {
+        return Vec::new();
+    };
     let upto = f.current.map_or(0, |c| c + 1);
     let paths = step_paths(st, layout);
     let all: Vec<Trail> = st
@@ -956,6 +990,9 @@ pub fn trails(s: &Scenario, layout: &Layout, f: &Frame) -> Vec<Trail> {
 const PILL_H: f64 = 24.0;
 const CARD_PAD: f64 = 9.0;
 const CARD_MAX_W: f64 = 280.0;
+/// How much farther than a place on idle things a clear place for a
+/// card may be and still be chosen.
+const NEAR: f64 = 160.0;
 
 fn pill(style: KindStyle, dropped: bool) -> Pill {
     let label = if dropped { "✕ DROP" } else { style.label };
@@ -1077,6 +1114,25 @@ fn card_lines(h: &Hop, style: KindStyle) -> (Vec<Vec<Span>>, Option<&'static str
 fn card_for(h: &Hop, style: KindStyle) -> Card {
     let (lines, tone) = card_lines(h, style);
     let w_of = |l: &Vec<Span>| l.iter().map(Span::width).sum::<f64>();
+    // A line too wide for the card goes on over the next line, its last
+    // span (a rewrite's tag) whole, indented under the address.
+    let mut wrapped: Vec<Vec<Span>> = Vec::with_capacity(lines.len());
+    for l in lines {
+        let mut l = l;
+        let mut tail: Vec<Span> = Vec::new();
+        while l.len() > 1 && w_of(&l) > CARD_MAX_W - 2.0 * CARD_PAD {
+            tail.insert(0, l.pop().unwrap_or_else(|| Span::new("", Role::CardLine)));
+        }
+        wrapped.push(l);
+        if !tail.is_empty() {
+            let indent = Span::new("  ", Role::CardLine);
+            if let Some(first) = tail.first_mut() {
+                first.text = first.text.trim_start().to_string();
+            }
+            wrapped.push(std::iter::once(indent).chain(tail).collect());
+        }
+    }
+    let lines = wrapped;
     let inner = lines.iter().map(w_of).fold(0.0, f64::max).min(CARD_MAX_W - 2.0 * CARD_PAD);
     let w = (inner + 2.0 * CARD_PAD).ceil();
     let mut y = CARD_PAD - 2.0;
@@ -1108,12 +1164,54 @@ fn card_for(h: &Hop, style: KindStyle) -> Card {
 /// What a token must not rest on: every text, every arrowhead (but its
 /// own hop's, which it points along), and the boxes of actors it does
 /// not go between.
+///
+/// Its card may, where no clear place is near, lie over what the step
+/// does not involve (`soft`): a zone's name, an idle actor, a rule row
+/// that is not lit. It never covers what the reader follows (`texts`,
+/// `boxes`): the step's actors, their names, and the lit rows.
 pub struct Obstacles {
     pub texts: Vec<Rect>,
     pub arrows: Vec<Rect>,
     /// Boxes it must not touch; the ends of the hop and their nodes' cards are left out.
     pub boxes: Vec<Rect>,
+    /// Texts and boxes the card only avoids.
+    pub soft: Vec<Rect>,
     pub world: Rect,
+}
+
+/// The actors a step's hops go from or to.
+pub fn step_actors(st: Option<&Step>) -> Vec<ActorId> {
+    let mut out: Vec<ActorId> = st.map_or(Vec::new(), |st| st.hops.iter().flat_map(|h| [h.from, h.to]).collect());
+    out.sort_by_key(|a| a.0);
+    out.dedup();
+    out
+}
+
+/// A drawing's texts, split into those a token's card must never cover
+/// (the step's actors' names and addresses, lit rule rows) and the rest
+/// (zone names, idle actors, rows that are not lit, notes).
+pub fn guarded_texts<'a>(groups: &'a [Group], involved: &[ActorId]) -> (Vec<&'a Text>, Vec<&'a Text>) {
+    fn walk<'a>(g: &'a Group, involved: &[ActorId], hard: &mut Vec<&'a Text>, soft: &mut Vec<&'a Text>) {
+        let lit = [" hit", " added", " removed"].iter().any(|c| g.class.contains(c));
+        let guarded = match g.owner {
+            Owner::Actor(id) => involved.contains(&id),
+            Owner::Part => lit,
+            Owner::Zone | Owner::Panel(_) | Owner::Group => false,
+        };
+        if guarded {
+            hard.extend(g.texts.iter())
+        } else {
+            soft.extend(g.texts.iter())
+        }
+        for c in &g.children {
+            walk(c, involved, hard, soft);
+        }
+    }
+    let (mut hard, mut soft) = (Vec::new(), Vec::new());
+    for g in groups {
+        walk(g, involved, &mut hard, &mut soft);
+    }
+    (hard, soft)
 }
 
 impl Obstacles {
@@ -1121,28 +1219,43 @@ impl Obstacles {
     pub fn at_rest(s: &Scenario, layout: &Layout, step: usize, i: usize) -> Obstacles {
         let f = super::frame_at(s, step, i, 1.0);
         let gs = groups(s, layout, &f);
-        let texts: Vec<Rect> = gs.iter().flat_map(|g| g.all_texts()).map(Text::bounds).collect();
-        let arrows: Vec<Rect> = trails(s, layout, &f).iter().filter_map(Trail::arrowhead).collect();
         let st = s.steps.get(step);
+        let involved = step_actors(st);
+        let (hard, soft) = guarded_texts(&gs, &involved);
+        let texts: Vec<Rect> = hard.into_iter().map(Text::bounds).collect();
+        let mut soft: Vec<Rect> = soft.into_iter().map(Text::bounds).collect();
+        let arrows: Vec<Rect> = trails(s, layout, &f).iter().filter_map(Trail::arrowhead).collect();
         let ends: Vec<ActorId> = st.and_then(|st| st.hops.get(i)).map_or(Vec::new(), |h| vec![h.from, h.to]);
         let mut skip: Vec<ActorId> = ends.clone();
         skip.extend(ends.iter().filter_map(|e| s.actor(*e).and_then(|a| a.parent)));
-        let mut boxes: Vec<Rect> = layout.boxes.iter().filter(|(id, _)| !skip.contains(id)).map(|(_, r)| *r).collect();
+        let (mut boxes, idle): (Vec<(ActorId, Rect)>, Vec<(ActorId, Rect)>) = layout.boxes.iter().filter(|(id, _)| !skip.contains(id)).partition(|(id, _)| involved.contains(id));
+        soft.extend(idle.into_iter().map(|(_, r)| r));
+        let mut boxes: Vec<Rect> = boxes.drain(..).map(|(_, r)| r).collect();
         // Inside a node it goes to, the other Pods and the panel still count.
         for n in layout.nodes.iter().filter(|n| skip.contains(&n.node)) {
             if !ends.contains(&n.node) {
                 boxes.push(n.panel);
             }
         }
-        boxes.extend(layout.groups.iter().filter(|g| !ends.iter().any(|e| g.members.contains(e))).map(|g| g.rect));
-        Obstacles { texts, arrows, boxes, world: layout.world() }
+        soft.extend(layout.groups.iter().filter(|g| !ends.iter().any(|e| g.members.contains(e))).map(|g| g.rect));
+        Obstacles { texts, arrows, boxes, soft, world: layout.world() }
     }
 
-    /// How badly `r` sits: 0 when it is clear of everything.
+    /// How badly `r` sits: 0 when it is clear of everything (a pill's
+    /// measure: it never rests on anything).
     pub fn cost(&self, r: &Rect) -> f64 {
+        let (guarded, soft) = self.card_cost(r);
+        guarded + soft * 4.0
+    }
+
+    /// How badly a card at `r` sits: what it covers that the reader
+    /// follows (or outside the drawing), and what it covers that the step
+    /// does not involve.
+    pub fn card_cost(&self, r: &Rect) -> (f64, f64) {
         let over = |o: &Rect| if r.intersects(o) { overlap(r, o) } else { 0.0 };
         let inside = r.x >= self.world.x && r.y >= self.world.y && r.right() <= self.world.right() && r.bottom() <= self.world.bottom();
-        self.texts.iter().map(over).sum::<f64>() * 4.0 + self.arrows.iter().map(over).sum::<f64>() * 4.0 + self.boxes.iter().map(over).sum::<f64>() + if inside { 0.0 } else { 1e6 }
+        let guarded = self.texts.iter().map(over).sum::<f64>() * 4.0 + self.arrows.iter().map(over).sum::<f64>() * 4.0 + self.boxes.iter().map(over).sum::<f64>();
+        (guarded + if inside { 0.0 } else { 1e6 }, self.soft.iter().map(over).sum::<f64>())
     }
 }
 
@@ -1172,10 +1285,13 @@ fn rest(route: &[Point], pill: &Pill, card: &Card, obs: &Obstacles) -> (f64, Poi
         Rect { x: c.x - pill.w / 2.0, y: c.y - pill.h / 2.0, w: pill.w, h: pill.h }
     };
     let own_arrow = arrowhead(route);
-    let clear = |r: &Rect| obs.cost(r) + own_arrow.map_or(0.0, |a| if r.intersects(&a) { overlap(r, &a) * 4.0 } else { 0.0 });
+    let on_arrow = |r: &Rect| own_arrow.map_or(0.0, |a| if r.intersects(&a) { overlap(r, &a) * 4.0 } else { 0.0 });
+    let clear = |r: &Rect| obs.cost(r) + on_arrow(r);
     // The pill: from the end backwards, in steps of 4 units.
     let mut best = (f64::INFINITY, 0.5);
-    let mut d = ARROW_LEN + pill.w.max(pill.h) / 2.0 + 2.0;
+    // Far enough from the end that another hop's arrowhead at the same
+    // edge, a row above or below, stays clear too.
+    let mut d = ARROW_LEN + pill.w.max(pill.h) / 2.0 + 4.0;
     while d < len {
         let t = 1.0 - d / len;
         let c = clear(&pill_at(t));
@@ -1192,11 +1308,19 @@ fn rest(route: &[Point], pill: &Pill, card: &Card, obs: &Obstacles) -> (f64, Poi
     let at = p.center();
     let (w, h) = (card.w, card.h);
     let gap = 6.0;
+    // A clear place scores its distance; one that covers only what the
+    // step does not involve, a little more (so a clear place up to
+    // `NEAR` farther wins); one on what the reader follows, far more.
     let score = |o: Point| {
         let r = Rect { x: o.x, y: o.y, w, h };
-        let c = clear(&r) + if route.windows(2).any(|s| seg_hits(s[0], s[1], &r)) { 50.0 } else { 0.0 } + if r.intersects(&p) { 1e5 } else { 0.0 };
+        let (guarded, soft) = obs.card_cost(&r);
+        let c = guarded + on_arrow(&r) + if route.windows(2).any(|s| seg_hits(s[0], s[1], &r)) { 50.0 } else { 0.0 } + if r.intersects(&p) { 1e5 } else { 0.0 };
         let dist = ((r.center().x - at.x).powi(2) + (r.center().y - at.y).powi(2)).sqrt();
-        if c == 0.0 { dist } else { 1e4 + c + dist }
+        match (c == 0.0, soft == 0.0) {
+            (true, true) => dist,
+            (true, false) => NEAR + soft * 2e-3 + dist,
+            _ => 1e4 + c + dist,
+        }
     };
     // Beside the pill first, then rings farther out, then anywhere near.
     let mut best = (f64::INFINITY, pt(p.right() + gap, at.y - h / 2.0));
@@ -1221,7 +1345,7 @@ fn rest(route: &[Point], pill: &Pill, card: &Card, obs: &Obstacles) -> (f64, Poi
             consider(o, &mut best);
         }
     }
-    if best.0 >= 1e4 {
+    if best.0 >= NEAR {
         let mut y = at.y - 320.0;
         while y <= at.y + 320.0 {
             let mut x = at.x - 420.0;

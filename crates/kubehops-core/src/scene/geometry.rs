@@ -96,7 +96,7 @@ pub fn check_world(s: &Scenario, layout: &Layout, f: &Frame, d: &Drawing) -> Vec
         if let Some(t) = &d.token {
             let st = s.steps.get(f.step);
             let ends: Vec<ActorId> = st.and_then(|st| st.hops.get(t.hop)).map_or(Vec::new(), |h| vec![h.from, h.to]);
-            out.extend(check_token(s, layout, d, t, &ends));
+            out.extend(check_token(s, layout, d, t, &ends, &super::drawing::step_actors(st)));
         }
     }
     out
@@ -104,11 +104,7 @@ pub fn check_world(s: &Scenario, layout: &Layout, f: &Frame, d: &Drawing) -> Vec
 
 /// Every text the camera shows is at least the frame's minimum size.
 pub fn check_legible(texts: &[Text], cam: &Camera, vp: Viewport) -> Vec<Violation> {
-    texts
-        .iter()
-        .filter(|t| cam.shows(&t.bounds()) && t.min_size() * cam.scale < vp.min_px - 1e-6)
-        .map(|t| v(Rule::TextTooSmall, format!("{:?} shows at {:.1} px, under {} px", t.content(), t.min_size() * cam.scale, vp.min_px)))
-        .collect()
+    texts.iter().filter(|t| cam.shows(&t.bounds()) && t.min_size() * cam.scale < vp.min_px - 1e-6).map(|t| v(Rule::TextTooSmall, format!("{:?} shows at {:.1} px, under {} px", t.content(), t.min_size() * cam.scale, vp.min_px))).collect()
 }
 
 /// The rules that hold at any moment: texts in their boxes, trails clear
@@ -158,13 +154,17 @@ pub fn check_drawing(d: &Drawing) -> Vec<Violation> {
 
 /// A resting token's rules: its pill and card cover no text, no
 /// arrowhead and no box of an actor its hop does not go between.
-fn check_token(s: &Scenario, layout: &Layout, d: &Drawing, t: &Token, ends: &[ActorId]) -> Vec<Violation> {
+/// A resting token: its pill covers nothing, and its card nothing the
+/// reader follows (the step's actors, their names, the lit rows; see
+/// `drawing::Obstacles`).
+fn check_token(s: &Scenario, layout: &Layout, d: &Drawing, t: &Token, ends: &[ActorId], involved: &[ActorId]) -> Vec<Violation> {
     let mut out = Vec::new();
-    let own: Vec<Text> = t.card_texts();
     let parts = [("pill", t.pill_rect()), ("card", t.card_rect())];
-    for tx in d.texts().iter().filter(|x| !own.contains(x)) {
+    let (guarded, _) = super::drawing::guarded_texts(&d.groups, involved);
+    for tx in d.groups.iter().flat_map(|g| g.all_texts()) {
         for (name, p) in &parts {
-            if overlaps(p, &tx.bounds()) {
+            let counts = *name == "pill" || guarded.contains(&tx);
+            if counts && overlaps(p, &tx.bounds()) {
                 out.push(v(Rule::TokenOnText, format!("the token's {name} {} covers {:?}", r(p), tx.content())));
             }
         }
@@ -185,9 +185,11 @@ fn check_token(s: &Scenario, layout: &Layout, d: &Drawing, t: &Token, ends: &[Ac
         boxes.push((format!("{}'s kube-proxy panel", s.actor(n.node).map_or("", |a| a.short.as_str())), n.panel));
     }
     boxes.extend(layout.groups.iter().filter(|g| !ends.iter().any(|e| g.members.contains(e))).map(|g| (g.label(), g.rect)));
+    let idle: Vec<Rect> = layout.boxes.iter().filter(|(id, _)| !involved.contains(id)).map(|(_, b)| *b).chain(layout.groups.iter().map(|g| g.rect)).collect();
     for (name_b, b) in &boxes {
         for (name, p) in &parts {
-            if overlaps(p, b) {
+            let counts = *name == "pill" || !idle.contains(b);
+            if counts && overlaps(p, b) {
                 out.push(v(Rule::TokenOnBox, format!("the token's {name} {} covers {name_b} {}", r(p), r(b))));
             }
         }
@@ -234,4 +236,3 @@ fn opposite_run(a: &Trail, b: &Trail) -> Option<f64> {
 pub fn tally(vs: &[Violation]) -> Vec<(Rule, usize)> {
     Rule::ALL.iter().map(|r| (*r, vs.iter().filter(|v| v.rule == *r).count())).collect()
 }
-

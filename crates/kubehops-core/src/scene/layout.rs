@@ -27,52 +27,210 @@ pub const REPLY_OFFSET: f64 = 8.0;
 /// How much farther a what-if hop runs beside the hop that happened.
 pub const WHAT_IF_OFFSET: f64 = 16.0;
 
-const MARGIN: f64 = 8.0;
-/// The gap between zone columns, where routes run: wide enough that a
-/// hop between neighbouring columns is longer than its token.
-const GUTTER: f64 = 76.0;
-/// Height of a zone's label strip.
-const ZONE_LABEL: f64 = 36.0;
-const ZONE_PAD: f64 = 12.0;
-/// Padding inside a box, left and right of its text.
-const BOX_PAD: f64 = 12.0;
-/// Padding above and below a box's text.
-const BOX_PAD_V: f64 = 12.0;
-/// The narrowest and the widest side column (outside, control plane):
-/// longer names and phrases wrap.
-const SIDE_MIN_W: f64 = 176.0;
-const SIDE_MAX_W: f64 = 212.0;
-/// Space at the left of the cluster zone for the cluster network's bus.
-const BUS_W: f64 = 34.0;
-/// A node card's header: its name and address, then the strip where a
-/// packet the node only routes runs.
-const NODE_HEADER: f64 = 76.0;
-/// How far above the panel a routed packet runs.
-const STRIP_ABOVE_PANEL: f64 = 24.0;
-/// The size of a node's junction, where it routes.
-const JUNCTION_W: f64 = 28.0;
-const JUNCTION_H: f64 = 40.0;
-const NODE_GAP: f64 = 22.0;
-const POD_GAP: f64 = 10.0;
-/// The kube-proxy panel: title, then rows.
-pub const PANEL_TITLE: f64 = 26.0;
-pub const PANEL_ROW: f64 = 23.0;
-const PANEL_ROWS_MIN: usize = 4;
-/// The panel's width: a rule row's longest usual text.
-const PANEL_W: f64 = 290.0;
-/// The gap between a node's kube-proxy panel and its Pods, where a packet
-/// crosses the Pod's veth: longer than a token.
-const POD_LANE: f64 = 104.0;
-const POD_MIN_W: f64 = 160.0;
-const BOX_GAP_MIN: f64 = 30.0;
+/// How much of each actor a layout draws: all of it, or, for a frame
+/// that cannot hold the full picture legibly, less of it, never fewer
+/// actors (see [`Layout::fitting`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Detail {
+    /// Side zones in columns of their own, node cards with their full
+    /// header and four rule rows, Pods with their readiness on a line.
+    #[default]
+    Full,
+    /// The outside and the control plane share one column, one above the
+    /// other; node cards have a one-line header and three rule rows; a Pod
+    /// is a chip with its name and address (readiness marked on the name);
+    /// padding and gaps are tighter.
+    Compact,
+}
+
+impl Detail {
+    /// Every level, richest first.
+    pub const ALL: [Detail; 2] = [Detail::Full, Detail::Compact];
+
+    /// The sizes this level lays boxes out with.
+    pub fn dims(self) -> &'static Dims {
+        match self {
+            Detail::Full => &FULL,
+            Detail::Compact => &COMPACT,
+        }
+    }
+
+    /// The level a frame shows: the full picture (whose extent is
+    /// `full_world`) where the frame holds it whole at a legible scale,
+    /// else the compact one.
+    pub fn for_frame(full_world: Rect, vp: super::camera::Viewport) -> Detail {
+        if super::camera::whole(full_world, vp).scale >= super::camera::legible_scale(vp) {
+            Detail::Full
+        } else {
+            Detail::Compact
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Detail::Full => "full",
+            Detail::Compact => "compact",
+        }
+    }
+}
+
+/// The sizes of a level of detail, in drawing units.
+#[derive(Debug)]
+pub struct Dims {
+    pub margin: f64,
+    /// The gap between zone columns, where routes run: wide enough that a
+    /// hop between neighbouring columns is longer than its token.
+    pub gutter: f64,
+    /// Height of a zone's label strip, and its label's baseline in it.
+    pub zone_label: f64,
+    pub zone_baseline: f64,
+    pub zone_pad: f64,
+    /// The gap between two zones stacked in one column.
+    pub zone_gap: f64,
+    /// Padding inside a box, left and right of its text, and above and
+    /// below it.
+    pub box_pad: f64,
+    pub box_pad_v: f64,
+    /// The narrowest and the widest side column (outside, control plane):
+    /// longer names and phrases wrap.
+    pub side_min_w: f64,
+    pub side_max_w: f64,
+    /// Whether the outside and the control plane share one column.
+    pub stacked_sides: bool,
+    /// Space at the left of the cluster zone for the cluster network's bus.
+    pub bus_w: f64,
+    /// A node card's header: its name and address (at `node_baseline`),
+    /// then the strip where a packet the node only routes runs, which is
+    /// `strip_above_panel` above the panel.
+    pub node_header: f64,
+    pub node_baseline: f64,
+    /// Whether the node's name and address stand on two lines above its
+    /// Pods, right of the Pod lane, clear of the strip (where routed
+    /// packets run), rather than across the header.
+    pub head_over_pods: bool,
+    pub strip_above_panel: f64,
+    /// The size of a node's junction, where it routes.
+    pub junction_w: f64,
+    pub junction_h: f64,
+    pub node_gap: f64,
+    pub pod_gap: f64,
+    /// The rules panel: title (its baseline), then rows (a row's text
+    /// baseline from the row's top).
+    pub panel_title: f64,
+    pub panel_baseline: f64,
+    pub panel_row: f64,
+    pub row_baseline: f64,
+    pub panel_rows_min: usize,
+    /// The panel's width: a rule row's longest text.
+    pub panel_w: f64,
+    /// The gap between a node's panel and its Pods, where a packet
+    /// crosses the Pod's veth: longer than a token.
+    pub pod_lane: f64,
+    pub pod_min_w: f64,
+    /// Whether a Pod's box says its readiness on a line of its own.
+    pub pod_ready_line: bool,
+    pub box_gap_min: f64,
+    /// The smallest height of a side column's box, and of a control
+    /// plane's (the API server meets a route from every component).
+    pub box_min_h: f64,
+    pub control_min_h: f64,
+    /// How much of a box's edge, top and bottom together, routes do not
+    /// leave from (they are spread 14 units apart over the rest).
+    pub port_margin: f64,
+    /// Height of the group card of nodes without a card of their own.
+    pub node_group_h: f64,
+}
+
+/// The full picture's sizes.
+pub const FULL: Dims = Dims {
+    margin: 8.0,
+    gutter: 76.0,
+    zone_label: 36.0,
+    zone_baseline: 23.0,
+    zone_pad: 12.0,
+    zone_gap: 14.0,
+    box_pad: 12.0,
+    box_pad_v: 12.0,
+    side_min_w: 176.0,
+    side_max_w: 212.0,
+    stacked_sides: false,
+    bus_w: 34.0,
+    node_header: 76.0,
+    node_baseline: 28.0,
+    head_over_pods: false,
+    strip_above_panel: 24.0,
+    junction_w: 28.0,
+    junction_h: 40.0,
+    node_gap: 22.0,
+    pod_gap: 10.0,
+    panel_title: 26.0,
+    panel_baseline: 18.0,
+    panel_row: 23.0,
+    row_baseline: 15.5,
+    panel_rows_min: 4,
+    panel_w: 290.0,
+    pod_lane: 104.0,
+    pod_min_w: 160.0,
+    pod_ready_line: true,
+    box_gap_min: 30.0,
+    box_min_h: 56.0,
+    control_min_h: 56.0,
+    port_margin: 24.0,
+    node_group_h: 60.0,
+};
+
+/// The compact picture's sizes: the same text, less room around it.
+pub const COMPACT: Dims = Dims {
+    margin: 4.0,
+    gutter: 58.0,
+    zone_label: 24.0,
+    zone_baseline: 17.0,
+    zone_pad: 6.0,
+    zone_gap: 10.0,
+    box_pad: 8.0,
+    box_pad_v: 6.0,
+    side_min_w: 140.0,
+    side_max_w: 176.0,
+    stacked_sides: true,
+    bus_w: 24.0,
+    node_header: 44.0,
+    node_baseline: 18.0,
+    head_over_pods: true,
+    strip_above_panel: 24.0,
+    junction_w: 24.0,
+    junction_h: 36.0,
+    node_gap: 8.0,
+    pod_gap: 6.0,
+    panel_title: 22.0,
+    panel_baseline: 16.0,
+    panel_row: 20.0,
+    row_baseline: 14.0,
+    panel_rows_min: 3,
+    panel_w: 250.0,
+    pod_lane: 100.0,
+    pod_min_w: 120.0,
+    pod_ready_line: false,
+    box_gap_min: 14.0,
+    box_min_h: 52.0,
+    control_min_h: 80.0,
+    port_margin: 24.0,
+    node_group_h: 44.0,
+};
+
+/// How far right of the Pod lane a node's name starts where it stands
+/// over its Pods (`Dims::head_over_pods`): clear of a token that rests
+/// in the lane.
+pub const HEAD_INSET: f64 = 38.0;
+
+/// The most a box of stacked zones grows into room to spare.
+const BOX_GROW_MAX: f64 = 44.0;
+
 /// Above this many nodes, only featured ones get a card; the rest share
 /// one group card ("+42 nodes").
 pub const MAX_NODES_SHOWN: usize = 6;
 /// Above this many Pods on a node, only featured ones get a box; the rest
 /// share one group box ("+37 Pods").
 pub const MAX_PODS_SHOWN: usize = 5;
-/// Height of the group card of nodes without a card of their own.
-const NODE_GROUP_H: f64 = 60.0;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Point {
@@ -139,6 +297,10 @@ pub struct Column {
     pub zone: Zone,
     pub rect: Rect,
     pub actors: Vec<ActorId>,
+    /// Which column of the picture, left to right: zones stacked one
+    /// above the other share one.
+    #[serde(default)]
+    pub band: usize,
 }
 
 /// One node card: its header (name and address), the strip under it
@@ -154,6 +316,8 @@ pub struct NodeCard {
     pub strip_y: f64,
     /// The x of the Pod lane, between the panel and the Pods.
     pub lane_x: f64,
+    #[serde(default)]
+    pub detail: Detail,
 }
 
 impl NodeCard {
@@ -162,18 +326,21 @@ impl NodeCard {
     /// so that routes to it from the bus and from the Pods are long
     /// enough to see a token move.
     pub fn junction(&self) -> Rect {
+        let d = self.detail.dims();
         let x = self.panel.x + self.panel.w * 0.55;
-        Rect { x: x - JUNCTION_W / 2.0, y: self.strip_y - JUNCTION_H / 2.0, w: JUNCTION_W, h: JUNCTION_H }
+        Rect { x: x - d.junction_w / 2.0, y: self.strip_y - d.junction_h / 2.0, w: d.junction_w, h: d.junction_h }
     }
 
     /// How many rule rows the panel holds.
     pub fn rows(&self) -> usize {
-        (((self.panel.h - PANEL_TITLE - 6.0) / PANEL_ROW).floor().max(1.0)) as usize
+        let d = self.detail.dims();
+        (((self.panel.h - d.panel_title - 6.0) / d.panel_row).floor().max(1.0)) as usize
     }
 
     /// The box of row `i` of the panel.
     pub fn row(&self, i: usize) -> Rect {
-        Rect { x: self.panel.x + 4.0, y: self.panel.y + PANEL_TITLE + i as f64 * PANEL_ROW, w: self.panel.w - 8.0, h: PANEL_ROW - 2.0 }
+        let d = self.detail.dims();
+        Rect { x: self.panel.x + 4.0, y: self.panel.y + d.panel_title + i as f64 * d.panel_row, w: self.panel.w - 8.0, h: d.panel_row - 2.0 }
     }
 }
 
@@ -229,6 +396,8 @@ pub struct Layout {
     pub groups: Vec<GroupBox>,
     /// x of the cluster network's bus, left of the node cards.
     bus_x: f64,
+    #[serde(default)]
+    pub detail: Detail,
 }
 
 /// Which of `all` get a box of their own: all when they fit in `max`,
@@ -274,6 +443,12 @@ impl Layout {
     /// it (measured with `metrics`), so nothing the drawing writes
     /// overflows.
     pub fn with_featured(actors: &[Actor], featured: &[ActorId]) -> Layout {
+        Layout::at_detail(actors, featured, Detail::Full)
+    }
+
+    /// [`Layout::with_featured`] at a level of detail.
+    pub fn at_detail(actors: &[Actor], featured: &[ActorId], detail: Detail) -> Layout {
+        let d = detail.dims();
         let zones: Vec<Zone> = Zone::ALL.into_iter().filter(|z| actors.iter().any(|a| a.zone == *z && a.parent.is_none())).collect();
         // A featured Pod features its node.
         let mut featured_all: Vec<ActorId> = featured.to_vec();
@@ -296,74 +471,135 @@ impl Layout {
                 (*n, (shown, hidden))
             })
             .collect();
-        let sizes = Sizes::measure(actors, &shown_nodes, &shown_pods);
+        let sizes = Sizes::measure(actors, &shown_nodes, &shown_pods, detail);
         let boxes_in = |n: ActorId| shown_pods.get(&n).map_or(0, |(s, h)| s.len() + usize::from(!h.is_empty()));
-        let card_h = |n: ActorId| NODE_HEADER + pod_area_h(boxes_in(n), sizes.pod_h) + ZONE_PAD;
-        let group_h = if hidden_nodes.is_empty() { 0.0 } else { NODE_GROUP_H + NODE_GAP };
-        let cluster_h = ZONE_LABEL + shown_nodes.iter().map(|n| card_h(*n)).sum::<f64>() + NODE_GAP * shown_nodes.len().saturating_sub(1) as f64 + group_h + ZONE_PAD;
+        let card_h = |n: ActorId| d.node_header + pod_area_h(boxes_in(n), sizes.pod_h, d) + d.zone_pad;
+        let group_h = if hidden_nodes.is_empty() { 0.0 } else { d.node_group_h + d.node_gap };
+        let cluster_h = d.zone_label + shown_nodes.iter().map(|n| card_h(*n)).sum::<f64>() + d.node_gap * shown_nodes.len().saturating_sub(1) as f64 + group_h + d.zone_pad;
+        let side_members = |z: Zone| actors.iter().filter(move |a| a.zone == z && a.parent.is_none() && a.kind != ActorKind::Node);
         let column_need = |z: Zone| {
-            let hs: Vec<f64> = actors.iter().filter(|a| a.zone == z && a.parent.is_none() && a.kind != ActorKind::Node).map(|a| sizes.box_h(a)).collect();
-            ZONE_LABEL + hs.iter().sum::<f64>() + BOX_GAP_MIN * (hs.len() + 1) as f64
+            let hs: Vec<f64> = side_members(z).map(|a| sizes.box_h(a)).collect();
+            d.zone_label + hs.iter().sum::<f64>() + d.box_gap_min * (hs.len() + 1) as f64
         };
-        let inner_h = zones.iter().map(|z| if *z == Zone::Cluster { cluster_h } else { column_need(*z) }).fold(0.0, f64::max).max(320.0);
-        let height = inner_h + 2.0 * MARGIN;
+        // The picture's columns, left to right: each a list of zones, one
+        // above the other.
+        let bands: Vec<Vec<Zone>> = if d.stacked_sides {
+            let sides: Vec<Zone> = zones.iter().copied().filter(|z| *z != Zone::Cluster).collect();
+            let mut b: Vec<Vec<Zone>> = Vec::new();
+            if !sides.is_empty() {
+                b.push(sides);
+            }
+            if zones.contains(&Zone::Cluster) {
+                b.push(vec![Zone::Cluster]);
+            }
+            b
+        } else {
+            zones.iter().map(|z| vec![*z]).collect()
+        };
+        let band_need = |b: &[Zone]| {
+            let hs = b.iter().map(|z| if *z == Zone::Cluster { cluster_h } else { column_need(*z) });
+            hs.clone().sum::<f64>() + d.zone_gap * b.len().saturating_sub(1) as f64
+        };
+        let inner_h = bands.iter().map(|b| band_need(b)).fold(0.0, f64::max).max(if d.stacked_sides { 240.0 } else { 320.0 });
+        let height = inner_h + 2.0 * d.margin;
 
-        let mut x = MARGIN;
+        let mut x = d.margin;
         let mut columns = Vec::new();
         let mut boxes = Vec::new();
         let mut nodes = Vec::new();
         let mut groups = Vec::new();
         let mut bus_x = 0.0;
-        for z in &zones {
-            let w = match z {
-                Zone::Cluster => BUS_W + 4.0 + sizes.card_w + ZONE_PAD,
-                _ => sizes.side_w(*z),
-            };
-            let rect = Rect { x, y: MARGIN, w, h: inner_h };
-            let members: Vec<&Actor> = actors.iter().filter(|a| a.zone == *z && a.parent.is_none()).collect();
-            if *z == Zone::Cluster {
-                bus_x = rect.x + BUS_W / 2.0 + 2.0;
-                let mut y = rect.y + ZONE_LABEL;
-                for n in members.iter().filter(|a| a.kind == ActorKind::Node && shown_nodes.contains(&a.id)) {
-                    let card = Rect { x: rect.x + BUS_W + 4.0, y, w: sizes.card_w, h: card_h(n.id) };
-                    let area_h = card.h - NODE_HEADER - ZONE_PAD;
-                    let panel = Rect { x: card.x + ZONE_PAD, y: card.y + NODE_HEADER, w: PANEL_W, h: area_h };
-                    let pods = Rect { x: panel.right() + POD_LANE, y: panel.y, w: sizes.pod_w, h: area_h };
-                    boxes.push((n.id, card));
-                    let (list, hidden) = shown_pods.get(&n.id).cloned().unwrap_or_default();
-                    let ph = sizes.pod_h;
-                    for (j, p) in list.iter().enumerate() {
-                        boxes.push((*p, Rect { x: pods.x, y: pods.y + j as f64 * (ph + POD_GAP), w: pods.w, h: ph }));
+        for (band, zs) in bands.iter().enumerate() {
+            let w = zs
+                .iter()
+                .map(|z| match z {
+                    Zone::Cluster => d.bus_w + 4.0 + sizes.card_w + d.zone_pad,
+                    _ => sizes.side_w(*z),
+                })
+                .fold(0.0, f64::max);
+            // Zones stacked in a column share its spare height evenly.
+            let spare = (inner_h - band_need(zs)) / zs.len().max(1) as f64;
+            let mut y = d.margin;
+            for z in zs {
+                let need = if *z == Zone::Cluster { cluster_h } else { column_need(*z) };
+                let h = if zs.len() == 1 { inner_h } else { need + spare };
+                let rect = Rect { x, y, w, h };
+                y += h + d.zone_gap;
+                let members: Vec<&Actor> = actors.iter().filter(|a| a.zone == *z && a.parent.is_none()).collect();
+                if *z == Zone::Cluster {
+                    bus_x = rect.x + d.bus_w / 2.0 + 2.0;
+                    let mut y = rect.y + d.zone_label;
+                    for n in members.iter().filter(|a| a.kind == ActorKind::Node && shown_nodes.contains(&a.id)) {
+                        let card = Rect { x: rect.x + d.bus_w + 4.0, y, w: sizes.card_w, h: card_h(n.id) };
+                        let area_h = card.h - d.node_header - d.zone_pad;
+                        let panel = Rect { x: card.x + d.zone_pad, y: card.y + d.node_header, w: d.panel_w, h: area_h };
+                        let pods = Rect { x: panel.right() + d.pod_lane, y: panel.y, w: sizes.pod_w, h: area_h };
+                        boxes.push((n.id, card));
+                        let (list, hidden) = shown_pods.get(&n.id).cloned().unwrap_or_default();
+                        let ph = sizes.pod_h;
+                        for (j, p) in list.iter().enumerate() {
+                            boxes.push((*p, Rect { x: pods.x, y: pods.y + j as f64 * (ph + d.pod_gap), w: pods.w, h: ph }));
+                        }
+                        if !hidden.is_empty() {
+                            let j = list.len();
+                            groups.push(GroupBox { rect: Rect { x: pods.x, y: pods.y + j as f64 * (ph + d.pod_gap), w: pods.w, h: ph }, kind: ActorKind::Pod, node: Some(n.id), members: hidden });
+                        }
+                        let strip_y = panel.y - d.strip_above_panel;
+                        nodes.push(NodeCard { node: n.id, card, panel, pods, strip_y, lane_x: panel.right() + d.pod_lane / 2.0, detail });
+                        y += card.h + d.node_gap;
                     }
-                    if !hidden.is_empty() {
-                        let j = list.len();
-                        groups.push(GroupBox { rect: Rect { x: pods.x, y: pods.y + j as f64 * (ph + POD_GAP), w: pods.w, h: ph }, kind: ActorKind::Pod, node: Some(n.id), members: hidden });
+                    if !hidden_nodes.is_empty() {
+                        let card = Rect { x: rect.x + d.bus_w + 4.0, y, w: sizes.card_w, h: d.node_group_h };
+                        let mut members = hidden_nodes.clone();
+                        // Their Pods are in the group too.
+                        members.extend(hidden_nodes.iter().flat_map(|n| pods_by_node.get(n).cloned().unwrap_or_default()));
+                        groups.push(GroupBox { rect: card, kind: ActorKind::Node, node: None, members });
                     }
-                    let strip_y = panel.y - STRIP_ABOVE_PANEL;
-                    nodes.push(NodeCard { node: n.id, card, panel, pods, strip_y, lane_x: panel.right() + POD_LANE / 2.0 });
-                    y += card.h + NODE_GAP;
+                } else {
+                    let mut hs: Vec<f64> = members.iter().map(|a| sizes.box_h(a)).collect();
+                    // Stacked zones route everything through one edge of
+                    // their boxes: the room to spare makes them taller, so
+                    // routes meet them apart.
+                    let spare = rect.h - d.zone_label - hs.iter().sum::<f64>() - d.box_gap_min * (hs.len() + 1) as f64;
+                    if d.stacked_sides && spare > 0.0 && !hs.is_empty() {
+                        let grow = (spare / hs.len() as f64).min(BOX_GROW_MAX).floor();
+                        hs.iter_mut().for_each(|h| *h += grow);
+                    }
+                    let gap = ((rect.h - d.zone_label - hs.iter().sum::<f64>()) / (hs.len() + 1) as f64).max(d.box_gap_min);
+                    let mut y = rect.y + d.zone_label + gap;
+                    for (a, h) in members.iter().zip(&hs) {
+                        boxes.push((a.id, Rect { x: rect.x + d.zone_pad, y, w: rect.w - 2.0 * d.zone_pad, h: *h }));
+                        y += h + gap;
+                    }
                 }
-                if !hidden_nodes.is_empty() {
-                    let card = Rect { x: rect.x + BUS_W + 4.0, y, w: sizes.card_w, h: NODE_GROUP_H };
-                    let mut members = hidden_nodes.clone();
-                    // Their Pods are in the group too.
-                    members.extend(hidden_nodes.iter().flat_map(|n| pods_by_node.get(n).cloned().unwrap_or_default()));
-                    groups.push(GroupBox { rect: card, kind: ActorKind::Node, node: None, members });
-                }
-            } else {
-                let hs: Vec<f64> = members.iter().map(|a| sizes.box_h(a)).collect();
-                let gap = ((rect.h - ZONE_LABEL - hs.iter().sum::<f64>()) / (hs.len() + 1) as f64).max(BOX_GAP_MIN);
-                let mut y = rect.y + ZONE_LABEL + gap;
-                for (a, h) in members.iter().zip(&hs) {
-                    boxes.push((a.id, Rect { x: rect.x + ZONE_PAD, y, w: rect.w - 2.0 * ZONE_PAD, h: *h }));
-                    y += h + gap;
-                }
+                columns.push(Column { zone: *z, rect, actors: members.iter().map(|a| a.id).collect(), band });
             }
-            columns.push(Column { zone: *z, rect, actors: members.iter().map(|a| a.id).collect() });
-            x += w + GUTTER;
+            x += w + d.gutter;
         }
-        let width = (x - GUTTER + MARGIN).max(320.0);
-        Layout { width, height, columns, boxes, nodes, groups, bus_x }
+        let width = (x - d.gutter + d.margin).max(320.0);
+        Layout { width, height, columns, boxes, nodes, groups, bus_x, detail }
+    }
+
+    /// The layout a frame shows: the full picture where the frame holds
+    /// it whole at a legible scale, else the compact one (which the
+    /// camera then frames whole where it can, or follows the hops).
+    pub fn fitting(s: &crate::scenarios::Scenario, vp: super::camera::Viewport) -> Layout {
+        let full = Layout::for_scenario(s);
+        match Detail::for_frame(full.world(), vp) {
+            Detail::Full => full,
+            d => Layout::for_scenario_at(s, d),
+        }
+    }
+
+    /// The layout of a scenario at a level of detail, with the actors its
+    /// story touches kept out of groups.
+    pub fn for_scenario_at(s: &crate::scenarios::Scenario, detail: Detail) -> Layout {
+        Layout::at_detail(&s.actors, &super::featured(s), detail)
+    }
+
+    /// The sizes this layout was made with.
+    pub fn dims(&self) -> &'static Dims {
+        self.detail.dims()
     }
 
     /// The whole drawing's extent.
@@ -428,13 +664,13 @@ impl Layout {
 
     /// The x of the channel right of column `c` (the gutter after it).
     fn gutter_after(&self, c: usize) -> f64 {
-        self.columns[c].rect.right() + GUTTER / 2.0
+        self.columns[c].rect.right() + self.dims().gutter / 2.0
     }
 
     /// A y in a free gap of column `c`, as near `want` as the gaps allow.
     fn lane(&self, c: usize, want: f64) -> f64 {
         let col = &self.columns[c];
-        let mut edges = vec![col.rect.y + ZONE_LABEL - 6.0];
+        let mut edges = vec![col.rect.y + self.dims().zone_label - 6.0];
         let mut rects: Vec<Rect> = col.actors.iter().filter_map(|a| self.rect(*a)).collect();
         crate::sort::by(&mut rects, |a, b| a.y.total_cmp(&b.y));
         let mut gaps = Vec::new();
@@ -444,11 +680,7 @@ impl Layout {
             edges.push(r.bottom());
         }
         gaps.push((*edges.last().unwrap_or(&col.rect.y), col.rect.bottom()));
-        gaps.iter()
-            .filter(|(a, b)| b - a > 2.0 * (SIDE_OFFSET + REPLY_OFFSET) + 4.0)
-            .map(|(a, b)| (a + b) / 2.0)
-            .min_by(|a, b| (a - want).abs().total_cmp(&(b - want).abs()))
-            .unwrap_or(want)
+        gaps.iter().filter(|(a, b)| b - a > 2.0 * (SIDE_OFFSET + REPLY_OFFSET) + 4.0).map(|(a, b)| (a + b) / 2.0).min_by(|a, b| (a - want).abs().total_cmp(&(b - want).abs())).unwrap_or(want)
     }
 
     /// The polyline a hop follows from `from` to `to`, meeting nodes at
@@ -460,7 +692,9 @@ impl Layout {
 
     /// The polyline from `from` (at port `fp`) to `to` (at port `tp`).
     pub fn route_at(&self, from: ActorId, fp: Port, to: ActorId, tp: Port, leg: Leg) -> Vec<Point> {
-        let (Some(a), Some(b)) = (self.end(from, fp), self.end(to, tp)) else { return Vec::new() };
+        let (Some(a), Some(b)) = (self.end(from, fp), self.end(to, tp)) else {
+            return Vec::new();
+        };
         if from == to {
             return vec![a.rect.center()];
         }
@@ -528,7 +762,9 @@ impl Layout {
                 return p;
             }
         }
-        let (Some(ca), Some(cb)) = (self.column_of(from), self.column_of(to)) else { return vec![a.rect.center(), b.rect.center()] };
+        let (Some(ca), Some(cb)) = (self.column_of(from), self.column_of(to)) else {
+            return vec![a.rect.center(), b.rect.center()];
+        };
         let both_nodes = self.node_card(from).is_some() && self.node_card(to).is_some();
         if both_nodes {
             // Node to node: over the cluster network's bus.
@@ -538,23 +774,31 @@ impl Layout {
         if ca == cb {
             return self.same_column(a, b, ca);
         }
-        if ca > cb {
+        let (ba, bb) = (self.columns[ca].band, self.columns[cb].band);
+        if ba == bb {
+            // Two zones stacked in one column: around through the gutter
+            // on its right.
+            return self.around(a, b, ca);
+        }
+        if ba > bb {
             let mut p = self.request_path(b, a);
             p.reverse();
             return p;
         }
         // Left to right: out of the right edge, along the gutters, into the left edge.
         let (ya, yb) = (self.port_y(a, to), self.port_y(b, from));
+        let in_band = |k: usize| self.columns.iter().position(|c| c.band == k).unwrap_or(ca);
         let x1 = self.gutter_after(ca);
-        let x2 = self.gutter_after(cb - 1);
+        let x2 = self.gutter_after(in_band(bb - 1));
         let mut p = vec![pt(a.rect.right(), ya), pt(x1, ya)];
-        if cb - ca == 1 {
+        if bb - ba == 1 {
             p.push(pt(x1, yb));
         } else {
             // Cross the columns between through their gaps.
-            for c in ca + 1..cb {
+            for k in ba + 1..bb {
+                let c = in_band(k);
                 let lane = self.lane(c, (ya + yb) / 2.0);
-                p.push(pt(self.gutter_after(c - 1), lane));
+                p.push(pt(self.gutter_after(in_band(k - 1)), lane));
                 p.push(pt(self.gutter_after(c), lane));
             }
             p.push(pt(x2, yb));
@@ -612,9 +856,15 @@ impl Layout {
             let x = (ra.x.max(rb.x) + ra.right().min(rb.right())) / 2.0 + (ra.w.min(rb.w) / 5.0);
             return if ra.y < rb.y { vec![pt(x, ra.bottom()), pt(x, rb.y)] } else { vec![pt(x, ra.y), pt(x, rb.bottom())] };
         }
+        self.around(a, b, c)
+    }
+
+    /// Out of `a`'s right edge into the gutter right of column `c`, along
+    /// it, and into `b`'s right edge.
+    fn around(&self, a: &End, b: &End, c: usize) -> Vec<Point> {
         let x = self.gutter_after(c);
         let (ya, yb) = (self.port_y(a, b.id), self.port_y(b, a.id));
-        vec![pt(ra.right(), ya), pt(x, ya), pt(x, yb), pt(rb.right(), yb)]
+        vec![pt(a.rect.right(), ya), pt(x, ya), pt(x, yb), pt(b.rect.right(), yb)]
     }
 
     /// The y at which a route to or from `other` meets an end: a row's
@@ -623,7 +873,7 @@ impl Layout {
         match (e.port, self.node_card(e.id)) {
             (Port::Route, Some(n)) => n.strip_y,
             (Port::Row(_), Some(_)) => e.rect.center().y,
-            _ => port_y(&e.rect, other),
+            _ => port_y(&e.rect, other, self.dims().port_margin),
         }
     }
 }
@@ -649,25 +899,34 @@ struct Sizes {
     pod_h: f64,
     /// The room a component's name has on one line.
     label_room: f64,
+    dims: &'static Dims,
 }
 
 impl Sizes {
-    fn measure(actors: &[Actor], shown_nodes: &[ActorId], shown_pods: &std::collections::BTreeMap<ActorId, (Vec<ActorId>, Vec<ActorId>)>) -> Sizes {
+    fn measure(actors: &[Actor], shown_nodes: &[ActorId], shown_pods: &std::collections::BTreeMap<ActorId, (Vec<ActorId>, Vec<ActorId>)>, detail: Detail) -> Sizes {
         use super::text::{balancer_width, component_lines, pod_lines, Role};
-        let label_room = SIDE_MAX_W - 2.0 * (ZONE_PAD + BOX_PAD);
+        let d = detail.dims();
+        let label_room = d.side_max_w - 2.0 * (d.zone_pad + d.box_pad);
         let need = |a: &Actor| match a.kind {
             ActorKind::LoadBalancer => balancer_width(a),
             _ => component_lines(a, label_room).iter().map(|l| l.width()).fold(0.0, f64::max),
         };
         let side = |z: Zone| actors.iter().filter(|a| a.zone == z && a.parent.is_none() && a.kind != ActorKind::Node).map(need).fold(0.0, f64::max);
-        let side_w = |z: Zone| (side(z) + 2.0 * (ZONE_PAD + BOX_PAD)).clamp(SIDE_MIN_W, SIDE_MAX_W).ceil();
+        let side_w = |z: Zone| (side(z) + 2.0 * (d.zone_pad + d.box_pad)).clamp(d.side_min_w, d.side_max_w).ceil();
         let shown: Vec<&Actor> = shown_pods.values().flat_map(|(s, _)| s.iter()).filter_map(|p| actors.get(p.index())).collect();
-        let pod_text = shown.iter().flat_map(|a| pod_lines(a, false).into_iter().chain(pod_lines(a, true))).map(|l| l.width()).fold(0.0, f64::max);
-        let pod_w = (pod_text + 2.0 * BOX_PAD).max(POD_MIN_W).ceil();
-        let head = shown_nodes.iter().filter_map(|n| actors.get(n.index())).map(|n| Role::NodeName.width(&n.short) + Role::Mono.width(&n.sublabel) + 3.0 * BOX_PAD).fold(0.0, f64::max);
-        let card_w = (2.0 * ZONE_PAD + PANEL_W + POD_LANE + pod_w).max(head).ceil();
-        let pod_h = (super::text::stack_height(&pod_lines(&Actor::component(ActorKind::Pod, Zone::Cluster, "p", "p", "p"), true)) + 2.0 * BOX_PAD_V).ceil();
-        Sizes { outside_w: side_w(Zone::Outside), control_w: side_w(Zone::ControlPlane), card_w, pod_w, pod_h, label_room }
+        let pod_text = shown.iter().flat_map(|a| pod_lines(a, false, detail).into_iter().chain(pod_lines(a, true, detail))).map(|l| l.width()).fold(0.0, f64::max);
+        let pod_w = (pod_text + 2.0 * d.box_pad).max(d.pod_min_w).ceil();
+        let heads = shown_nodes.iter().filter_map(|n| actors.get(n.index()));
+        let (head, pod_w) = if d.head_over_pods {
+            // Name over address, from just right of the lane to the card's edge.
+            let need = heads.map(|n| Role::NodeName.width(&n.short).max(Role::Mono.width(&n.sublabel))).fold(0.0, f64::max) + HEAD_INSET + d.box_pad + d.zone_pad;
+            (0.0, pod_w.max((need - d.pod_lane / 2.0).ceil()))
+        } else {
+            (heads.map(|n| Role::NodeName.width(&n.short) + Role::Mono.width(&n.sublabel) + 3.0 * d.box_pad).fold(0.0, f64::max), pod_w)
+        };
+        let card_w = (2.0 * d.zone_pad + d.panel_w + d.pod_lane + pod_w).max(head).ceil();
+        let pod_h = (super::text::stack_height(&pod_lines(&Actor::component(ActorKind::Pod, Zone::Cluster, "p", "p", "p"), true, detail)) + 2.0 * d.box_pad_v).ceil();
+        Sizes { outside_w: side_w(Zone::Outside), control_w: side_w(Zone::ControlPlane), card_w, pod_w, pod_h, label_room, dims: d }
     }
 
     fn side_w(&self, z: Zone) -> f64 {
@@ -685,30 +944,26 @@ impl Sizes {
             ActorKind::LoadBalancer => balancer_lines(a, crate::sim::BalancerView::Absent),
             _ => component_lines(a, self.label_room),
         };
-        (stack_height(&lines) + 2.0 * BOX_PAD_V).ceil().max(56.0)
+        let min = if a.zone == Zone::ControlPlane { self.dims.control_min_h } else { self.dims.box_min_h };
+        (stack_height(&lines) + 2.0 * self.dims.box_pad_v).ceil().max(min)
     }
 }
 
-/// The room a component's name has on one line of its box.
-pub fn label_room(column_w: f64) -> f64 {
-    column_w - 2.0 * (ZONE_PAD + BOX_PAD)
+/// The room a component's name has on one line of a box `box_w` wide.
+pub fn label_room(box_w: f64, d: &Dims) -> f64 {
+    box_w - 2.0 * d.box_pad
 }
 
-/// Padding inside a box, for the drawing.
-pub const PAD: f64 = BOX_PAD;
-/// Padding above a box's first line, for the drawing.
-pub const PAD_V: f64 = BOX_PAD_V;
-
-fn pod_area_h(pods: usize, pod_h: f64) -> f64 {
+fn pod_area_h(pods: usize, pod_h: f64, d: &Dims) -> f64 {
     let k = pods.max(1) as f64;
-    (k * pod_h + (k - 1.0) * POD_GAP).max(PANEL_TITLE + PANEL_ROWS_MIN as f64 * PANEL_ROW + 8.0)
+    (k * pod_h + (k - 1.0) * d.pod_gap).max(d.panel_title + d.panel_rows_min as f64 * d.panel_row + 8.0)
 }
 
 /// The y at which a route to or from `other` leaves or enters a box:
 /// spread over the middle of the edge by the other end's id, so routes
 /// from different actors do not share one point.
-fn port_y(r: &Rect, other: ActorId) -> f64 {
-    let slots = ((r.h - 24.0) / 14.0).floor().max(1.0);
+fn port_y(r: &Rect, other: ActorId, margin: f64) -> f64 {
+    let slots = ((r.h - margin) / 14.0).floor().max(1.0);
     let k = (other.0 as f64 * 3.0) % slots;
     let top = r.center().y - (slots - 1.0) * 7.0;
     (top + k * 14.0).clamp(r.y + 10.0, r.bottom() - 10.0)

@@ -193,10 +193,19 @@ pub fn stack_height(lines: &[Line]) -> f64 {
 }
 
 /// What a Pod's box says: its name (CoreDNS by its role), its address
-/// (or "host network"), and whether it is Ready.
-pub fn pod_lines(a: &Actor, ready: bool) -> Vec<Line> {
+/// (or "host network"), and whether it is Ready: on a line of its own in
+/// the full picture; in the compact one, a Pod that is not Ready has a
+/// cross before its name (and its title says so).
+pub fn pod_lines(a: &Actor, ready: bool, detail: super::layout::Detail) -> Vec<Line> {
     let dns = a.kind == ActorKind::CoreDns;
     let name = if dns { "CoreDNS".to_string() } else { a.short.clone() };
+    if !detail.dims().pod_ready_line {
+        // The chip stands in the node's Pods: its name needs no "Pod".
+        let name = name.strip_prefix("Pod ").unwrap_or(&name);
+        // Its name as kubectl prints it, in the machine face.
+        let name = if ready { name.to_string() } else { format!("✕ {name}") };
+        return vec![Line::new(name, Role::Mono), Line::new(a.sublabel.clone(), Role::Mono)];
+    }
     let state = match (ready, dns) {
         (true, true) => "✓ Ready · kube-dns",
         (true, false) => "✓ Ready",
