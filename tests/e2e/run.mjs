@@ -481,9 +481,11 @@ await test('a hop past the end of a step shows its end and says so', async () =>
 
 await test('hops are named by short labels; what-if hops are marked in the list and in their names', async () => {
   const { page, errors } = await open('#/nodeport-loadbalancer/2/3');
-  // Canvas Pod boxes carry the Pod's own name, as kubectl prints it; the title says it too.
-  const podLabels = await page.locator('.kh-pod .kh-label').allTextContents();
-  check(podLabels.includes('Pod web-6b8f9c7d5-x2klp') && podLabels.includes('Pod web-6b8f9c7d5-q7rtm'), `pod labels: ${podLabels.join(' | ')}`);
+  // Canvas Pod boxes carry the Pod's own name, as kubectl prints it (a
+  // chip in the compact picture drops the word "Pod"); the title says it too.
+  const podLabels = await page.$$eval('.kh-pod', (gs) => gs.map((g) => g.querySelector('text')?.textContent.trim() ?? ''));
+  const named = (name) => podLabels.some((l) => l === `Pod ${name}` || l === name);
+  check(named('web-6b8f9c7d5-x2klp') && named('web-6b8f9c7d5-q7rtm'), `pod labels: ${podLabels.join(' | ')}`);
   check((await page.locator('.kh-pod title').allTextContents()).some((t) => /^Pod web-[0-9a-z]+-q7rtm$/.test(t)), 'full Pod name missing from the title');
   // The hop heading: "Hop 3 of 6:" then the route, with no leading separator.
   const head = (await page.textContent('.kh-hop-head')).replace(/\s+/g, ' ').trim();
