@@ -68,7 +68,9 @@ pub fn run(seed: u64, index: u64, text: &str) -> bool {
         p.insert("seed", Value::Seed(Some(rng.next_u64())));
     }
     let s = your_cluster::build(&read.input, &p);
-    let l = Layout::for_scenario(&s);
+    // Both levels of detail lay out any cluster without a panic.
+    let _ = Layout::for_scenario(&s);
+    let _ = Layout::for_scenario_at(&s, kubehops_core::scene::layout::Detail::Compact);
     let step = rng.below(s.steps.len() + 1);
     let _ = frame(&s, step, rng.below(12) as f64 / 2.0);
     true
