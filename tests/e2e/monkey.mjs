@@ -502,6 +502,21 @@ for (const e of ['load', 'pagehide', 'pageshow']) addEventListener(e, (ev) => wi
       if (VERBOSE) console.log(`     check at ${i}: answered in ${answered} ms, ${what || 'nothing drawn'}`);
     };
 
+    // Whether the page evaluates a script within `ms`, asked again while
+    // it has no context (in the middle of a navigation).
+    const answers = async (ms) => {
+      const end = Date.now() + ms;
+      while (Date.now() < end) {
+        try {
+          await within(Math.max(250, end - Date.now()), browser.eval(() => 1), 'alive');
+          return true;
+        } catch (e) {
+          if (e.name === 'MonkeyTimeout') return false;
+          await sleep(200);
+        }
+      }
+      return false;
+    };
     // After a hang or a crash: a new browser, and the link it was at.
     const recover = async (i, action) => {
       counts.restarts++;
@@ -815,7 +830,10 @@ for (const e of ['load', 'pagehide', 'pageshow']) addEventListener(e, (ev) => wi
           const why = String(e.message ?? e).split('\n');
           action = `${st.doing || kind} (missed: ${why[0].slice(0, 120)}${VERBOSE ? ` ${why.slice(1, 6).join(' / ').slice(0, 400)}` : ''})`;
           const crash = await browser.crashed(e).catch(() => '');
-          const alive = await within(5000, browser.eval(() => 1), 'alive').then(() => true, () => false);
+          // A page in the middle of a navigation (a step back) has no
+          // context to evaluate in for a moment: it is asked again until
+          // it answers, for up to 5 s.
+          const alive = await answers(5000);
           if (crash || !alive) {
             finding(i, action, crash ? `crash: ${crash}` : `the page stopped answering after the driver failed: ${e.name}: ${String(e.message).split('\n')[0]}`);
             await recover(i, action);
