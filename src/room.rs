@@ -53,12 +53,13 @@ pub fn moment_of(frame: Memo<Frame>) -> Memo<Moment> {
 /// Derives the layout and the frame from the player, and provides them.
 pub(crate) fn provide_ctx(player: Player) -> Ctx {
     let viewport = RwSignal::new(Viewport::new(960.0, 600.0));
-    // The full picture's extent, once per scenario, decides the level.
-    let full = Memo::new(move |_| player.scenario.with(|s| Layout::for_scenario(s).world()));
-    let detail = Memo::new(move |_| Detail::for_frame(full.get(), viewport.get()));
-    let layout = Memo::new(move |_| {
-        let d = detail.get();
-        player.scenario.with(|s| Layout::for_scenario_at(s, d))
+    // The full picture, once per scenario: its extent decides the level,
+    // and it is the layout where it fits.
+    let full = Memo::new(move |_| player.scenario.with(|s| Layout::for_scenario(s)));
+    let detail = Memo::new(move |_| full.with(|l| Detail::for_frame(l.world(), viewport.get())));
+    let layout = Memo::new(move |_| match detail.get() {
+        Detail::Full => full.get(),
+        d => player.scenario.with(|s| Layout::for_scenario_at(s, d)),
     });
     let frame = Memo::new(move |_| {
         let (s, p) = (player.step.get(), player.shown_progress());

@@ -3,6 +3,9 @@
 //! flight, at the frame sizes readers use. A failure names the state, the
 //! rule and the two shapes.
 
+#[path = "support/par.rs"]
+mod par;
+
 use kubehops_core::scenarios::{combinations, Scenario, REGISTRY};
 use kubehops_core::scene::camera::Viewport;
 use kubehops_core::scene::drawing;
@@ -82,12 +85,7 @@ fn every_state_draws_legibly_and_without_collisions() {
     let vps = viewports();
     // Both levels of detail over every build: split over the machine's
     // cores, each build checked on its own.
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
-    let chunk = all.len().div_ceil(threads).max(1);
-    let total: Vec<(String, Violation)> = std::thread::scope(|sc| {
-        let handles: Vec<_> = all.chunks(chunk).map(|part| sc.spawn(|| part.iter().flat_map(|s| violations(s, &vps)).collect::<Vec<_>>())).collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
-    });
+    let total: Vec<(String, Violation)> = par::chunks(&all, |part| part.iter().flat_map(|s| violations(s, &vps)).collect::<Vec<_>>()).into_iter().flatten().collect();
     // Each distinct failure once, with the first state it was seen in.
     let mut seen = std::collections::BTreeSet::new();
     for (w, v) in &total {

@@ -10,6 +10,9 @@
 //!
 //!   cargo test --profile sweep -p kubehops-core --test story -- --nocapture
 
+#[path = "support/par.rs"]
+mod par;
+
 use kubehops_core::scenarios::{combinations, Scenario, REGISTRY};
 use kubehops_core::scene::camera::{Camera, Viewport};
 use kubehops_core::scene::drawing::{self, HopPlan};
@@ -114,21 +117,10 @@ fn every_story_in_frame() {
     // every frame.
     let frames = frames();
     let tally = |list: &[Scenario]| -> Vec<Tally> {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
-        let chunk = list.len().div_ceil(threads).max(1);
-        let parts: Vec<Vec<Tally>> = std::thread::scope(|sc| {
-            let handles: Vec<_> = list
-                .chunks(chunk)
-                .map(|part| {
-                    let frames = &frames;
-                    sc.spawn(move || {
-                        let mut t: Vec<Tally> = frames.iter().map(|_| Tally::default()).collect();
-                        part.iter().for_each(|s| count(s, frames, &mut t));
-                        t
-                    })
-                })
-                .collect();
-            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        let parts = par::chunks(list, |part| {
+            let mut t: Vec<Tally> = frames.iter().map(|_| Tally::default()).collect();
+            part.iter().for_each(|s| count(s, &frames, &mut t));
+            t
         });
         let mut sum: Vec<Tally> = frames.iter().map(|_| Tally::default()).collect();
         for part in &parts {

@@ -24,7 +24,6 @@
 use kubehops_core::scenarios::{build_default, Scenario, REGISTRY};
 use kubehops_core::embed::KEYS as DISPLAY_KEYS;
 use kubehops_core::scene::camera::Viewport;
-use kubehops_core::scene::layout::Detail;
 use kubehops_core::scene::describe::{caption, frame_label};
 use kubehops_core::scene::svg::{escape, render};
 use kubehops_core::scene::{drawing, frame, Layout};
@@ -351,7 +350,6 @@ fn canvas(s: Option<&Scenario>) -> String {
         )
         .into();
     };
-    let full = Layout::for_scenario(s);
     let f = frame(s, 0, 0.0);
     let c = caption(s, 0, None);
     // One picture per width class, each with the camera the app would
@@ -359,17 +357,9 @@ fn canvas(s: Option<&Scenario>) -> String {
     // does not fit); the stylesheet shows the one for the page's width.
     let mut svgs = String::new();
     for (class, (w, h)) in WIDTHS {
-        // The level of detail the app's canvas picks at this size.
+        // The layout the app's canvas picks at this size.
         let vp = Viewport::new(w, h);
-        let compact;
-        let l = match Detail::for_frame(full.world(), vp) {
-            Detail::Full => &full,
-            d => {
-                compact = Layout::for_scenario_at(s, d);
-                &compact
-            }
-        };
-        let d = drawing::draw(s, l, &f, vp);
+        let d = drawing::draw(s, &Layout::fitting(s, vp), &f, vp);
         let svg = render(&d, &format!("kh-first-{}-{class}", s.id), &frame_label(s, &f));
         svgs.push_str(&svg.replacen("<svg ", &format!(r#"<svg class="kh-first-{class}" "#), 1));
     }

@@ -369,9 +369,7 @@ fn decided_here(h: &Hop, node: ActorId) -> bool {
 /// its rules act (the row of the address the packet aims at, when the
 /// panel shows one), its junction where it only routes.
 pub fn ports(st: &Step, layout: &Layout, i: usize) -> (Port, Port) {
-    let Some(h) = st.hops.get(i) else {
-        return (Port::Panel, Port::Panel);
-    };
+    let Some(h) = st.hops.get(i) else { return (Port::Panel, Port::Panel) };
     let view = st.views.get(i + 1).or(st.views.last());
     let from = match layout.node_card(h.from) {
         Some(_) if h.packet.is_some() && !decided_here(h, h.from) => Port::Route,
@@ -397,12 +395,7 @@ pub fn ports(st: &Step, layout: &Layout, i: usize) -> (Port, Port) {
 fn row_of_address(n: &NodeView, dst: SockAddr, card: &NodeCard, hit: &[usize]) -> Option<usize> {
     let rows = panel_rows(Some(n), None, hit);
     let room = card.rows();
-    let (rows, shown) = if rows.len() > room {
-        (lit_first(rows), room - 1)
-    } else {
-        let k = rows.len();
-        (rows, k)
-    };
+    let (rows, shown) = if rows.len() > room { (lit_first(rows), room - 1) } else { let k = rows.len(); (rows, k) };
     let i = rows.iter().position(|r| r.aims == Some(Aim::Addr(dst)) || r.aims == Some(Aim::Port(dst.port)))?;
     (i < shown).then_some(i)
 }
@@ -847,7 +840,13 @@ fn panel(s: &Scenario, f: &Frame, card: &NodeCard) -> Group {
     let st = s.steps.get(f.step);
     let view: Option<&View> = st.and_then(|st| st.views.get(f.view));
     let now = view.and_then(|v| v.node(id));
-    let hit: Vec<usize> = f.current.and_then(|i| st.and_then(|st| st.hops.get(i))).and_then(|h| h.packet.as_ref()).filter(|p| p.decided_on == Some(id)).map(|p| p.matched.iter().filter_map(|m| m.card_line()).collect()).unwrap_or_default();
+    let hit: Vec<usize> = f
+        .current
+        .and_then(|i| st.and_then(|st| st.hops.get(i)))
+        .and_then(|h| h.packet.as_ref())
+        .filter(|p| p.decided_on == Some(id))
+        .map(|p| p.matched.iter().filter_map(|m| m.card_line()).collect())
+        .unwrap_or_default();
     let before = before_update(st, f, id);
     let rows = panel_rows(now, before, &hit);
     let p = card.panel;
@@ -910,9 +909,7 @@ fn no_rules(view: Option<&View>, node: Option<&NodeView>) -> Vec<String> {
         .iter()
         .map(|s| match &s.shape {
             ServiceShape::Headless => format!("no rules for {}: headless, no virtual IP", s.name),
-            ServiceShape::ExternalName(to) => {
-                format!("no rules for {}: only a DNS name for {to}", s.name)
-            }
+            ServiceShape::ExternalName(to) => format!("no rules for {}: only a DNS name for {to}", s.name),
             ServiceShape::Virtual => format!("no rules for {}", s.name),
         })
         .collect()
@@ -968,9 +965,7 @@ fn row_group(node: ActorId, i: usize, row: &Row, r: Rect, baseline: f64) -> Grou
 /// that takes exactly the path of a later one (a second query of the
 /// search path, a retry) is drawn once, as the later one.
 pub fn trails(s: &Scenario, layout: &Layout, f: &Frame) -> Vec<Trail> {
-    let Some(st) = s.steps.get(f.step) else {
-        return Vec::new();
-    };
+    let Some(st) = s.steps.get(f.step) else { return Vec::new() };
     let upto = f.current.map_or(0, |c| c + 1);
     let paths = step_paths(st, layout);
     let all: Vec<Trail> = st
@@ -1117,8 +1112,7 @@ fn card_for(h: &Hop, style: KindStyle) -> Card {
     // A line too wide for the card goes on over the next line, its last
     // span (a rewrite's tag) whole, indented under the address.
     let mut wrapped: Vec<Vec<Span>> = Vec::with_capacity(lines.len());
-    for l in lines {
-        let mut l = l;
+    for mut l in lines {
         let mut tail: Vec<Span> = Vec::new();
         while l.len() > 1 && w_of(&l) > CARD_MAX_W - 2.0 * CARD_PAD {
             tail.insert(0, l.pop().unwrap_or_else(|| Span::new("", Role::CardLine)));
@@ -1187,6 +1181,12 @@ pub fn step_actors(st: Option<&Step>) -> Vec<ActorId> {
     out
 }
 
+/// The boxes a resting card may lie over: those of actors the step does
+/// not involve, and the group boxes ("+37 Pods").
+pub fn idle_boxes(layout: &Layout, involved: &[ActorId]) -> Vec<Rect> {
+    layout.boxes.iter().filter(|(id, _)| !involved.contains(id)).map(|(_, r)| *r).chain(layout.groups.iter().map(|g| g.rect)).collect()
+}
+
 /// A drawing's texts, split into those a token's card must never cover
 /// (the step's actors' names and addresses, lit rule rows) and the rest
 /// (zone names, idle actors, rows that are not lit, notes).
@@ -1228,9 +1228,9 @@ impl Obstacles {
         let ends: Vec<ActorId> = st.and_then(|st| st.hops.get(i)).map_or(Vec::new(), |h| vec![h.from, h.to]);
         let mut skip: Vec<ActorId> = ends.clone();
         skip.extend(ends.iter().filter_map(|e| s.actor(*e).and_then(|a| a.parent)));
-        let (mut boxes, idle): (Vec<(ActorId, Rect)>, Vec<(ActorId, Rect)>) = layout.boxes.iter().filter(|(id, _)| !skip.contains(id)).partition(|(id, _)| involved.contains(id));
-        soft.extend(idle.into_iter().map(|(_, r)| r));
-        let mut boxes: Vec<Rect> = boxes.drain(..).map(|(_, r)| r).collect();
+        let idle = idle_boxes(layout, &involved);
+        let (idle, mut boxes): (Vec<Rect>, Vec<Rect>) = layout.boxes.iter().filter(|(id, _)| !skip.contains(id)).map(|(_, r)| *r).partition(|r| idle.contains(r));
+        soft.extend(idle);
         // Inside a node it goes to, the other Pods and the panel still count.
         for n in layout.nodes.iter().filter(|n| skip.contains(&n.node)) {
             if !ends.contains(&n.node) {

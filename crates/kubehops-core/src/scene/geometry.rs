@@ -104,7 +104,11 @@ pub fn check_world(s: &Scenario, layout: &Layout, f: &Frame, d: &Drawing) -> Vec
 
 /// Every text the camera shows is at least the frame's minimum size.
 pub fn check_legible(texts: &[Text], cam: &Camera, vp: Viewport) -> Vec<Violation> {
-    texts.iter().filter(|t| cam.shows(&t.bounds()) && t.min_size() * cam.scale < vp.min_px - 1e-6).map(|t| v(Rule::TextTooSmall, format!("{:?} shows at {:.1} px, under {} px", t.content(), t.min_size() * cam.scale, vp.min_px))).collect()
+    texts
+        .iter()
+        .filter(|t| cam.shows(&t.bounds()) && t.min_size() * cam.scale < vp.min_px - 1e-6)
+        .map(|t| v(Rule::TextTooSmall, format!("{:?} shows at {:.1} px, under {} px", t.content(), t.min_size() * cam.scale, vp.min_px)))
+        .collect()
 }
 
 /// The rules that hold at any moment: texts in their boxes, trails clear
@@ -152,8 +156,6 @@ pub fn check_drawing(d: &Drawing) -> Vec<Violation> {
     out
 }
 
-/// A resting token's rules: its pill and card cover no text, no
-/// arrowhead and no box of an actor its hop does not go between.
 /// A resting token: its pill covers nothing, and its card nothing the
 /// reader follows (the step's actors, their names, the lit rows; see
 /// `drawing::Obstacles`).
@@ -185,7 +187,7 @@ fn check_token(s: &Scenario, layout: &Layout, d: &Drawing, t: &Token, ends: &[Ac
         boxes.push((format!("{}'s kube-proxy panel", s.actor(n.node).map_or("", |a| a.short.as_str())), n.panel));
     }
     boxes.extend(layout.groups.iter().filter(|g| !ends.iter().any(|e| g.members.contains(e))).map(|g| (g.label(), g.rect)));
-    let idle: Vec<Rect> = layout.boxes.iter().filter(|(id, _)| !involved.contains(id)).map(|(_, b)| *b).chain(layout.groups.iter().map(|g| g.rect)).collect();
+    let idle = super::drawing::idle_boxes(layout, involved);
     for (name_b, b) in &boxes {
         for (name, p) in &parts {
             let counts = *name == "pill" || !idle.contains(b);
@@ -236,3 +238,4 @@ fn opposite_run(a: &Trail, b: &Trail) -> Option<f64> {
 pub fn tally(vs: &[Violation]) -> Vec<(Rule, usize)> {
     Rule::ALL.iter().map(|r| (*r, vs.iter().filter(|v| v.rule == *r).count())).collect()
 }
+

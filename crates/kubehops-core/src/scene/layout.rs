@@ -497,8 +497,7 @@ impl Layout {
             zones.iter().map(|z| vec![*z]).collect()
         };
         let band_need = |b: &[Zone]| {
-            let hs = b.iter().map(|z| if *z == Zone::Cluster { cluster_h } else { column_need(*z) });
-            hs.clone().sum::<f64>() + d.zone_gap * b.len().saturating_sub(1) as f64
+            b.iter().map(|z| if *z == Zone::Cluster { cluster_h } else { column_need(*z) }).sum::<f64>() + d.zone_gap * b.len().saturating_sub(1) as f64
         };
         let inner_h = bands.iter().map(|b| band_need(b)).fold(0.0, f64::max).max(if d.stacked_sides { 240.0 } else { 320.0 });
         let height = inner_h + 2.0 * d.margin;
@@ -680,7 +679,11 @@ impl Layout {
             edges.push(r.bottom());
         }
         gaps.push((*edges.last().unwrap_or(&col.rect.y), col.rect.bottom()));
-        gaps.iter().filter(|(a, b)| b - a > 2.0 * (SIDE_OFFSET + REPLY_OFFSET) + 4.0).map(|(a, b)| (a + b) / 2.0).min_by(|a, b| (a - want).abs().total_cmp(&(b - want).abs())).unwrap_or(want)
+        gaps.iter()
+            .filter(|(a, b)| b - a > 2.0 * (SIDE_OFFSET + REPLY_OFFSET) + 4.0)
+            .map(|(a, b)| (a + b) / 2.0)
+            .min_by(|a, b| (a - want).abs().total_cmp(&(b - want).abs()))
+            .unwrap_or(want)
     }
 
     /// The polyline a hop follows from `from` to `to`, meeting nodes at
@@ -692,9 +695,7 @@ impl Layout {
 
     /// The polyline from `from` (at port `fp`) to `to` (at port `tp`).
     pub fn route_at(&self, from: ActorId, fp: Port, to: ActorId, tp: Port, leg: Leg) -> Vec<Point> {
-        let (Some(a), Some(b)) = (self.end(from, fp), self.end(to, tp)) else {
-            return Vec::new();
-        };
+        let (Some(a), Some(b)) = (self.end(from, fp), self.end(to, tp)) else { return Vec::new() };
         if from == to {
             return vec![a.rect.center()];
         }
@@ -762,9 +763,7 @@ impl Layout {
                 return p;
             }
         }
-        let (Some(ca), Some(cb)) = (self.column_of(from), self.column_of(to)) else {
-            return vec![a.rect.center(), b.rect.center()];
-        };
+        let (Some(ca), Some(cb)) = (self.column_of(from), self.column_of(to)) else { return vec![a.rect.center(), b.rect.center()] };
         let both_nodes = self.node_card(from).is_some() && self.node_card(to).is_some();
         if both_nodes {
             // Node to node: over the cluster network's bus.
