@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { serveDist } from './serve.mjs';
 
 const out = resolve(process.env.SHOTS_OUT ?? '.e2e-out/shots');
-const links = process.argv.slice(2).length ? process.argv.slice(2) : ['#/nodeport-loadbalancer/2/end', '#/service-types/4/end?tab=nodeport&client=laptop', '#/local-lab/6/end'];
+const links = process.argv.slice(2).length ? process.argv.slice(2) : ['#/nodeport-loadbalancer/2/end', '#/service-types/3/end?tab=nodeport&client=laptop', '#/local-lab/6/end'];
 const SIZES = {
   embed480: { w: 480, h: 360, embed: true },
   embed720: { w: 720, h: 560, embed: true },
